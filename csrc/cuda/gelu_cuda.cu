@@ -1,0 +1,246 @@
+// CUDA kernels and launchers. Each element runs the math of gelu_math.h; this file only moves
+// data: 16-byte vector loads and stores on contiguous aligned operands, a strided path for the rest.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "../gelu_math.h"
+#include "gelu_cuda.h"
+
+namespace gelu_ext {
+namespace cuda {
+namespace {
+
+// Storage type of each DType and its conversions to and from the compute type.
+template <DType D>
+struct Storage;
+template <>
+struct Storage<DType::kFloat32> {
+  using T = float;
+  __device__ static double load(T v) { return v; }
+  __device__ static T store(double v) { return static_cast<float>(v); }
+};
+template <>
+struct Storage<DType::kFloat64> {
+  using T = double;
+  __device__ static double load(T v) { return v; }
+  __device__ static T store(double v) { return v; }
+};
+template <>
+struct Storage<DType::kFloat16> {
+  using T = __half;
+  __device__ static double load(T v) { return __half2float(v); }
+  __device__ static T store(double v) { return __float2half_rn(static_cast<float>(v)); }
+};
+template <>
+struct Storage<DType::kBFloat16> {
+  using T = __nv_bfloat16;
+  __device__ static double load(T v) { return __bfloat162float(v); }
+  __device__ static T store(double v) { return __float2bfloat16_rn(static_cast<float>(v)); }
+};
+
+struct Operands {
+  char* ptr[kMaxOperands];
+};
+
+constexpr int kBlockSize = 256;
+
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+// Applies pass P to element e of the operand values held in registers.
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)[N],
+                                              typename Storage<D>::T (*out)[N], int e) {
+  using M = math::PassMath<P, A>;
+  double a[M::kInputs], b[M::kOutputs];
+#pragma unroll
+  for (int k = 0; k < M::kInputs; ++k) a[k] = Storage<D>::load(in[k][e]);
+  M::apply(a, b);
+#pragma unroll
+  for (int k = 0; k < M::kOutputs; ++k) out[k][e] = Storage<D>::store(b[k]);
+}
+
+// Contiguous operands whose addresses are 16-byte aligned: each thread moves 16 bytes per operand
+// per step, in a grid-stride loop; the last n % kVec elements are done one per thread.
+template <Pass P, Approximate A, DType D, class index_t>
+__global__ void __launch_bounds__(kBlockSize) contiguous_kernel(Operands ops, index_t n) {
+  using M = math::PassMath<P, A>;
+  using T = typename Storage<D>::T;
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kOut = M::kOutputs, kIn = M::kInputs;
+  using V = Vec<T, kVec>;
+  const index_t num_vecs = n / kVec;
+  const index_t step = static_cast<index_t>(gridDim.x) * kBlockSize;
+  const index_t first = static_cast<index_t>(blockIdx.x) * kBlockSize + threadIdx.x;
+  for (index_t v = first; v < num_vecs; v += step) {
+    T in[kIn][kVec], out[kOut][kVec];
+#pragma unroll
+    for (int k = 0; k < kIn; ++k) {
+      const V loaded = reinterpret_cast<const V*>(ops.ptr[kOut + k])[v];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) in[k][e] = loaded.v[e];
+    }
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) apply_element<P, A, D, kVec>(in, out, e);
+#pragma unroll
+    for (int k = 0; k < kOut; ++k) {
+      V stored;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) stored.v[e] = out[k][e];
+      reinterpret_cast<V*>(ops.ptr[k])[v] = stored;
+    }
+  }
+  const index_t i = num_vecs * kVec + first;
+  if (i < n) {
+    T in[kIn][1], out[kOut][1];
+#pragma unroll
+    for (int k = 0; k < kIn; ++k) in[k][0] = reinterpret_cast<const T*>(ops.ptr[kOut + k])[i];
+    apply_element<P, A, D, 1>(in, out, 0);
+#pragma unroll
+    for (int k = 0; k < kOut; ++k) reinterpret_cast<T*>(ops.ptr[k])[i] = out[k][0];
+  }
+}
+
+// Any layout: each element's byte offsets come from its multi-index. The host split the work so
+// that all offsets fit in 32 bits.
+template <Pass P, Approximate A, DType D>
+__global__ void __launch_bounds__(kBlockSize) strided_kernel(Operands ops, StridedLayout layout,
+                                                             int32_t n) {
+  using M = math::PassMath<P, A>;
+  using T = typename Storage<D>::T;
+  constexpr int kOut = M::kOutputs, kIn = M::kInputs;
+  const int32_t step = gridDim.x * kBlockSize;
+  for (int32_t i = blockIdx.x * kBlockSize + threadIdx.x; i < n; i += step) {
+    uint32_t offset[kOut + kIn] = {};
+    int32_t rest = i;
+    for (int d = 0; d < layout.ndim; ++d) {
+      const int32_t size = layout.sizes[d];
+      const int32_t idx = rest % size;
+      rest /= size;
+#pragma unroll
+      for (int k = 0; k < kOut + kIn; ++k) offset[k] += idx * layout.strides[k][d];
+    }
+    T in[kIn][1], out[kOut][1];
+#pragma unroll
+    for (int k = 0; k < kIn; ++k)
+      in[k][0] = *reinterpret_cast<const T*>(ops.ptr[kOut + k] + offset[kOut + k]);
+    apply_element<P, A, D, 1>(in, out, 0);
+#pragma unroll
+    for (int k = 0; k < kOut; ++k) *reinterpret_cast<T*>(ops.ptr[k] + offset[k]) = out[k][0];
+  }
+}
+
+// Enough blocks to fill every SM several times; grid-stride loops cover the rest.
+int grid_size(int64_t work_items) {
+  static int sm_count[64] = {};
+  int device = 0;
+  cudaGetDevice(&device);
+  int& sms = sm_count[device & 63];
+  if (sms == 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int64_t max_blocks = static_cast<int64_t>(sms > 0 ? sms : 1) * 8;
+  const int64_t blocks = (work_items + kBlockSize - 1) / kBlockSize;
+  return static_cast<int>(blocks < max_blocks ? (blocks > 0 ? blocks : 1) : max_blocks);
+}
+
+Operands make_operands(char* const* data, Pass pass) {
+  Operands ops{};
+  for (int k = 0; k < num_operands(pass); ++k) ops.ptr[k] = data[k];
+  return ops;
+}
+
+template <Pass P, Approximate A, DType D>
+cudaError_t launch_contiguous_typed(const Operands& ops, int64_t n, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(typename Storage<D>::T);
+  const int grid = grid_size(n / kVec + 1);
+  if (n <= INT32_MAX) {
+    contiguous_kernel<P, A, D, int32_t><<<grid, kBlockSize, 0, stream>>>(ops, static_cast<int32_t>(n));
+  } else {
+    contiguous_kernel<P, A, D, int64_t><<<grid, kBlockSize, 0, stream>>>(ops, n);
+  }
+  return cudaGetLastError();
+}
+
+template <Pass P, Approximate A, DType D>
+cudaError_t launch_strided_typed(const Operands& ops, const StridedLayout& layout,
+                                 cudaStream_t stream) {
+  int64_t n = 1;
+  for (int d = 0; d < layout.ndim; ++d) n *= layout.sizes[d];
+  strided_kernel<P, A, D><<<grid_size(n), kBlockSize, 0, stream>>>(ops, layout,
+                                                                   static_cast<int32_t>(n));
+  return cudaGetLastError();
+}
+
+// Turns the run-time (pass, approximate, dtype) into template arguments for `Launch`.
+template <template <Pass, Approximate, DType> class Launch, class... Args>
+cudaError_t dispatch(Pass pass, Approximate approximate, DType dtype, Args&&... args);
+
+template <Pass P, Approximate A, template <Pass, Approximate, DType> class Launch, class... Args>
+cudaError_t dispatch_dtype(DType dtype, Args&&... args) {
+  switch (dtype) {
+    case DType::kFloat32: return Launch<P, A, DType::kFloat32>::run(args...);
+    case DType::kFloat64: return Launch<P, A, DType::kFloat64>::run(args...);
+    case DType::kFloat16: return Launch<P, A, DType::kFloat16>::run(args...);
+    case DType::kBFloat16: return Launch<P, A, DType::kBFloat16>::run(args...);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <Pass P, template <Pass, Approximate, DType> class Launch, class... Args>
+cudaError_t dispatch_variant(Approximate approximate, DType dtype, Args&&... args) {
+  switch (approximate) {
+    case Approximate::kNone: return dispatch_dtype<P, Approximate::kNone, Launch>(dtype, args...);
+    case Approximate::kTanh: return dispatch_dtype<P, Approximate::kTanh, Launch>(dtype, args...);
+    case Approximate::kSigmoid:
+      return dispatch_dtype<P, Approximate::kSigmoid, Launch>(dtype, args...);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <template <Pass, Approximate, DType> class Launch, class... Args>
+cudaError_t dispatch(Pass pass, Approximate approximate, DType dtype, Args&&... args) {
+  switch (pass) {
+    case Pass::kForward:
+      return dispatch_variant<Pass::kForward, Launch>(approximate, dtype, args...);
+    case Pass::kBackward:
+      return dispatch_variant<Pass::kBackward, Launch>(approximate, dtype, args...);
+    case Pass::kDoubleBackward:
+      return dispatch_variant<Pass::kDoubleBackward, Launch>(approximate, dtype, args...);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <Pass P, Approximate A, DType D>
+struct ContiguousLaunch {
+  static cudaError_t run(const Operands& ops, int64_t n, cudaStream_t stream) {
+    return launch_contiguous_typed<P, A, D>(ops, n, stream);
+  }
+};
+
+template <Pass P, Approximate A, DType D>
+struct StridedLaunch {
+  static cudaError_t run(const Operands& ops, const StridedLayout& layout, cudaStream_t stream) {
+    return launch_strided_typed<P, A, D>(ops, layout, stream);
+  }
+};
+
+}  // namespace
+
+cudaError_t launch_contiguous(Pass pass, Approximate approximate, DType dtype, char* const* data,
+                              int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return dispatch<ContiguousLaunch>(pass, approximate, dtype, make_operands(data, pass), n, stream);
+}
+
+cudaError_t launch_strided(Pass pass, Approximate approximate, DType dtype, char* const* data,
+                           const StridedLayout& layout, cudaStream_t stream) {
+  for (int d = 0; d < layout.ndim; ++d)
+    if (layout.sizes[d] == 0) return cudaSuccess;
+  return dispatch<StridedLaunch>(pass, approximate, dtype, make_operands(data, pass), layout,
+                                 stream);
+}
+
+}  // namespace cuda
+}  // namespace gelu_ext

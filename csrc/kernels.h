@@ -1,0 +1,38 @@
+// What the CPU and CUDA kernels compute, and how ops.cpp asks for it. No torch headers here.
+#pragma once
+
+#include <cstdint>
+
+namespace gelu_ext {
+
+// The three GELU variants, in the order of the public `approximate` strings.
+enum class Approximate : int32_t {
+  kNone = 0,     // x * Phi(x)
+  kTanh = 1,     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  kSigmoid = 2,  // x * sigmoid(1.702 x)
+};
+
+// Storage type of every operand of one call (they always agree).
+enum class DType : int32_t { kFloat32, kFloat64, kFloat16, kBFloat16 };
+
+// The elementwise passes. Operands are listed outputs first, as TensorIterator orders them.
+enum class Pass : int32_t {
+  kForward,         // y = gelu(x)                             operands: y, x
+  kBackward,        // dx = grad * gelu'(x)                    operands: dx, grad, x
+  kDoubleBackward,  // ggrad = gg * gelu'(x),                  operands: ggrad, gx, gg, grad, x
+                    // gx = gg * grad * gelu''(x)
+};
+
+constexpr int num_operands(Pass pass) {
+  return pass == Pass::kForward ? 2 : pass == Pass::kBackward ? 3 : 5;
+}
+constexpr int kMaxOperands = 5;
+
+namespace cpu {
+// One TensorIterator 2-D loop: data[i] is operand i; strides holds num_operands byte strides of
+// the inner dimension, then num_operands of the outer one.
+void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
+              const int64_t* strides, int64_t size0, int64_t size1);
+}  // namespace cpu
+
+}  // namespace gelu_ext

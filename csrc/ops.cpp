@@ -1,0 +1,130 @@
+// Op schemas (TORCH_LIBRARY gelu_ext), input checks, and the CPU implementations.
+#include "ops.h"
+
+#include <Python.h>
+#include <torch/library.h>
+
+namespace gelu_ext {
+
+Approximate parse_approximate(c10::string_view approximate) {
+  if (approximate == "none") return Approximate::kNone;
+  if (approximate == "tanh") return Approximate::kTanh;
+  if (approximate == "sigmoid") return Approximate::kSigmoid;
+  TORCH_CHECK_VALUE(false, "gelu_ext: approximate must be one of 'none', 'tanh' or 'sigmoid', "
+                    "but got '", approximate, "'");
+}
+
+namespace {
+
+bool is_supported(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+void check_floating(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK(t.defined(), op, ": '", name, "' is an undefined tensor");
+  TORCH_CHECK_TYPE(is_supported(t.scalar_type()), op, ": expected '", name,
+                   "' to be a floating-point tensor (float16, bfloat16, float32 or float64), "
+                   "but got dtype ", t.scalar_type());
+}
+
+// Every other operand of a pass must match `input` exactly: no broadcasting, no type promotion.
+void check_matches_input(const at::Tensor& t, const char* name, const at::Tensor& input,
+                         const char* op) {
+  check_floating(t, op, name);
+  TORCH_CHECK(t.sizes() == input.sizes(), op, ": '", name, "' and 'input' must have the same "
+              "shape, but got ", t.sizes(), " and ", input.sizes());
+  TORCH_CHECK_TYPE(t.scalar_type() == input.scalar_type(), op, ": '", name, "' and 'input' must "
+                   "have the same dtype, but got ", t.scalar_type(), " and ", input.scalar_type());
+  TORCH_CHECK(t.device() == input.device(), op, ": '", name, "' and 'input' must be on the same "
+              "device, but got ", t.device(), " and ", input.device());
+}
+
+at::TensorIteratorConfig elementwise_config() {
+  at::TensorIteratorConfig config;
+  config.check_all_same_dtype(true).check_all_same_device(true);
+  return config;
+}
+
+}  // namespace
+
+DType kernel_dtype(const at::TensorIteratorBase& iter) {
+  switch (iter.common_dtype()) {
+    case at::kFloat: return DType::kFloat32;
+    case at::kDouble: return DType::kFloat64;
+    case at::kHalf: return DType::kFloat16;
+    case at::kBFloat16: return DType::kBFloat16;
+    default: TORCH_INTERNAL_ASSERT(false, "gelu_ext: unsupported dtype ", iter.common_dtype());
+  }
+}
+
+at::TensorIterator forward_iter(const at::Tensor& input) {
+  check_floating(input, "gelu_ext.gelu", "input");
+  return elementwise_config().add_owned_output(at::Tensor()).add_const_input(input).build();
+}
+
+at::TensorIterator backward_iter(const at::Tensor& grad_output, const at::Tensor& input) {
+  const char* op = "gelu_ext.gelu_backward";
+  check_floating(input, op, "input");
+  check_matches_input(grad_output, "grad_output", input, op);
+  return elementwise_config()
+      .add_owned_output(at::Tensor())
+      .add_const_input(grad_output)
+      .add_const_input(input)
+      .build();
+}
+
+at::TensorIterator double_backward_iter(const at::Tensor& grad_grad_input,
+                                        const at::Tensor& grad_output, const at::Tensor& input) {
+  const char* op = "gelu_ext.gelu_double_backward";
+  check_floating(input, op, "input");
+  check_matches_input(grad_grad_input, "grad_grad_input", input, op);
+  check_matches_input(grad_output, "grad_output", input, op);
+  return elementwise_config()
+      .add_owned_output(at::Tensor())
+      .add_owned_output(at::Tensor())
+      .add_const_input(grad_grad_input)
+      .add_const_input(grad_output)
+      .add_const_input(input)
+      .build();
+}
+
+namespace {
+
+// Below this many elements per thread, the parallel split costs more than it saves.
+constexpr int64_t kCpuGrainSize = 32768;
+
+void run_cpu(at::TensorIteratorBase& iter, Pass pass, Approximate approximate) {
+  const DType dtype = kernel_dtype(iter);
+  iter.for_each(
+      [&](char** data, const int64_t* strides, int64_t size0, int64_t size1) {
+        cpu::run_loop(pass, approximate, dtype, data, strides, size0, size1);
+      },
+      kCpuGrainSize);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(gelu_ext, m) {
+  m.def("gelu(Tensor input, str approximate=\"none\") -> Tensor");
+  // d/d input of gelu: grad_output * gelu'(input).
+  m.def("gelu_backward(Tensor grad_output, Tensor input, str approximate=\"none\") -> Tensor");
+  // The backward of gelu_backward: (grad_grad_input * gelu'(input),
+  //                                 grad_grad_input * grad_output * gelu''(input)).
+  m.def("gelu_double_backward(Tensor grad_grad_input, Tensor grad_output, Tensor input, "
+        "str approximate=\"none\") -> (Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(gelu_ext, CPU, m) {
+  m.impl("gelu", &gelu_op<run_cpu>);
+  m.impl("gelu_backward", &gelu_backward_op<run_cpu>);
+  m.impl("gelu_double_backward", &gelu_double_backward_op<run_cpu>);
+}
+
+}  // namespace gelu_ext
+
+// Importing gelu_ext._C from Python loads this library and so registers the ops above. The module
+// itself is empty: the ops are reached through torch.ops.gelu_ext.
+extern "C" PyObject* PyInit__C(void) {
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  return PyModule_Create(&module_def);
+}

@@ -1,0 +1,59 @@
+// Shared by the backend registrations (ops.cpp for CPU, cuda/ops_cuda.cpp for CUDA): argument
+// checks and the TensorIterators that give every pass F.gelu's output layout.
+#pragma once
+
+#include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
+#include <c10/util/string_view.h>
+
+#include <tuple>
+
+#include "kernels.h"
+
+namespace gelu_ext {
+
+// "none" | "tanh" | "sigmoid"; anything else raises ValueError naming the three.
+Approximate parse_approximate(c10::string_view approximate);
+
+DType kernel_dtype(const at::TensorIteratorBase& iter);
+
+// Each checks its arguments (raising before anything is allocated or written) and returns an
+// iterator whose outputs are allocated like those of an ATen elementwise op.
+at::TensorIterator forward_iter(const at::Tensor& input);
+at::TensorIterator backward_iter(const at::Tensor& grad_output, const at::Tensor& input);
+at::TensorIterator double_backward_iter(const at::Tensor& grad_grad_input,
+                                        const at::Tensor& grad_output, const at::Tensor& input);
+
+// A backend runs one pass over an iterator built above.
+using RunPass = void (*)(at::TensorIteratorBase& iter, Pass pass, Approximate approximate);
+
+// The three ops, for the backend that runs passes with `run`.
+template <RunPass run>
+at::Tensor gelu_op(const at::Tensor& input, c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = forward_iter(input);
+  run(iter, Pass::kForward, a);
+  return iter.output();
+}
+
+template <RunPass run>
+at::Tensor gelu_backward_op(const at::Tensor& grad_output, const at::Tensor& input,
+                            c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = backward_iter(grad_output, input);
+  run(iter, Pass::kBackward, a);
+  return iter.output();
+}
+
+template <RunPass run>
+std::tuple<at::Tensor, at::Tensor> gelu_double_backward_op(const at::Tensor& grad_grad_input,
+                                                           const at::Tensor& grad_output,
+                                                           const at::Tensor& input,
+                                                           c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = double_backward_iter(grad_grad_input, grad_output, input);
+  run(iter, Pass::kDoubleBackward, a);
+  return {iter.output(0), iter.output(1)};
+}
+
+}  // namespace gelu_ext

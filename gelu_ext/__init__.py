@@ -1,0 +1,15 @@
+"""gelu_ext: accurate and fast GELU for PyTorch, on CPU and CUDA.
+
+    gelu_ext.gelu(x, approximate="none" | "tanh" | "sigmoid")
+    gelu_ext.GELU(approximate=...)          # nn.Module
+    torch.ops.gelu_ext.gelu / gelu_backward / gelu_double_backward
+"""
+
+from . import _C  # noqa: F401  (loads the library, which registers torch.ops.gelu_ext)
+from . import ops  # noqa: F401  (fake kernels, autograd and vmap rules for those ops)
+from ._version import __version__
+from .functional import gelu
+from .modules import GELU
+from .ops import APPROXIMATIONS
+
+__all__ = ["gelu", "GELU", "APPROXIMATIONS", "__version__"]
