@@ -4,6 +4,8 @@
 #include <Python.h>
 #include <torch/library.h>
 
+#include <string>
+
 namespace gelu_ext {
 
 Approximate parse_approximate(c10::string_view approximate) {
@@ -16,6 +18,11 @@ Approximate parse_approximate(c10::string_view approximate) {
 
 namespace {
 
+// "torch.float32", as Python users know the dtypes.
+std::string dtype_name(at::ScalarType t) {
+  return "torch." + std::string(c10::getDtypeNames(t).first);
+}
+
 bool is_supported(at::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
 }
@@ -24,7 +31,7 @@ void check_floating(const at::Tensor& t, const char* op, const char* name) {
   TORCH_CHECK(t.defined(), op, ": '", name, "' is an undefined tensor");
   TORCH_CHECK_TYPE(is_supported(t.scalar_type()), op, ": expected '", name,
                    "' to be a floating-point tensor (float16, bfloat16, float32 or float64), "
-                   "but got dtype ", t.scalar_type());
+                   "but got ", dtype_name(t.scalar_type()));
 }
 
 // Every other operand of a pass must match `input` exactly: no broadcasting, no type promotion.
@@ -34,7 +41,8 @@ void check_matches_input(const at::Tensor& t, const char* name, const at::Tensor
   TORCH_CHECK(t.sizes() == input.sizes(), op, ": '", name, "' and 'input' must have the same "
               "shape, but got ", t.sizes(), " and ", input.sizes());
   TORCH_CHECK_TYPE(t.scalar_type() == input.scalar_type(), op, ": '", name, "' and 'input' must "
-                   "have the same dtype, but got ", t.scalar_type(), " and ", input.scalar_type());
+                   "have the same dtype, but got ", dtype_name(t.scalar_type()), " and ",
+                   dtype_name(input.scalar_type()));
   TORCH_CHECK(t.device() == input.device(), op, ": '", name, "' and 'input' must be on the same "
               "device, but got ", t.device(), " and ", input.device());
 }

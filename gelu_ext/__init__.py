@@ -5,6 +5,8 @@
     torch.ops.gelu_ext.gelu / gelu_backward / gelu_double_backward
 """
 
+import torch  # noqa: F401  (loads libtorch, which _C links against)
+
 from . import _C  # noqa: F401  (loads the library, which registers torch.ops.gelu_ext)
 from . import ops  # noqa: F401  (fake kernels, autograd and vmap rules for those ops)
 from ._version import __version__

@@ -33,7 +33,7 @@ def _check_floating(op, name, t):
     torch._check_type(
         t.dtype in FLOAT_DTYPES,
         lambda: f"{op}: expected '{name}' to be a floating-point tensor (float16, bfloat16, "
-                f"float32 or float64), but got dtype {t.dtype}")
+                f"float32 or float64), but got {t.dtype}")
 
 
 def _check_matches_input(op, name, t, input):

@@ -1,0 +1,120 @@
+"""Reference GELU values, independent of gelu_ext's kernels: for tests, bench/accuracy.py and the
+self-check of `python -m gelu_ext`.
+
+- `torch_reference`: float64 torch math in cancellation-free forms. Its relative error is below
+  1e-12 for |x| < 38 (the erfc argument's rounding, amplified by x^2, dominates the tail), far
+  below a float32 ulp; use it to judge float32 and 16-bit results, not float64 ones.
+- `mp_reference`: mpmath at 50 significant digits, exact for every float64 input; to judge float64
+  results and to validate `torch_reference`.
+
+Both return (f, f', f'') for finite inputs. Non-finite inputs are for the callers to special-case.
+`derivative_scales` gives the magnitudes against which derivative errors are judged where the
+derivatives cross zero.
+"""
+
+import math
+
+import torch
+
+# The constants are the decimal numbers themselves; mp_reference uses them exactly.
+SIGMOID_SCALE = "1.702"
+TANH_COEFF = "0.044715"  # 0.5 x (1 + tanh(sqrt(2/pi) (x + TANH_COEFF x^3)))
+
+
+def _gate_arg(x, approximate):
+    """s(x), s'(x), s''(x) of the gated forms x * sigmoid(s(x))."""
+    if approximate == "tanh":
+        c, k = 2 * math.sqrt(2 / math.pi), float(TANH_COEFF)
+        return c * (x + k * x**3), c * (1 + 3 * k * x**2), 6 * c * k * x
+    a = float(SIGMOID_SCALE)
+    return a * x, a + 0 * x, 0 * x
+
+
+# Beyond these |x| every result is its limit in float64 (x or -0; 1 or 0; 0), and the formulas
+# below would overflow (x^2, x^3) into NaN.
+_SATURATION = {"none": 40.0, "tanh": 1e10, "sigmoid": 1e10}
+
+
+def _terms(x, approximate):
+    """The terms that make up f' and f'': f' = a + b, f'' = c + d (all float64 tensors)."""
+    if approximate == "none":
+        cdf = 0.5 * torch.special.erfc(-x / math.sqrt(2))
+        pdf = torch.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+        return cdf, x * pdf, 2 * pdf, -x * x * pdf
+    s, ds, d2s = _gate_arg(x, approximate)
+    p, q = torch.sigmoid(s), torch.sigmoid(-s)
+    pq = p * q
+    return p, x * pq * ds, 2 * pq * ds, x * pq * ((q - p) * ds * ds + d2s)
+
+
+def torch_reference(x, approximate="none"):
+    x = x.double()
+    big = x.abs() > _SATURATION[approximate]
+    xs = torch.where(big, torch.zeros_like(x), x)
+    a, b, c, d = _terms(xs, approximate)
+    gate = torch.sigmoid(_gate_arg(xs, approximate)[0]) if approximate != "none" else a
+    positive = x > 0
+    f = torch.where(big, torch.where(positive, x, -torch.zeros_like(x)), xs * gate)
+    df = torch.where(big, positive.double(), a + b)
+    d2f = torch.where(big, torch.zeros_like(x), c + d)
+    return f, df, d2f
+
+
+def derivative_scales(x, approximate="none"):
+    """(|a| + |b|, |c| + |d|) for f' = a + b and f'' = c + d: near a root of f' or f'' the terms
+    cancel, and errors are measured against these magnitudes instead of |f'|, |f''|."""
+    x = x.double()
+    big = x.abs() > _SATURATION[approximate]
+    xs = torch.where(big, torch.zeros_like(x), x)
+    a, b, c, d = _terms(xs, approximate)
+    return (torch.where(big, torch.ones_like(x), a.abs() + b.abs()),
+            torch.where(big, torch.zeros_like(x), c.abs() + d.abs()))
+
+
+def mp_reference(x, approximate="none", dps=50):
+    """(f, f', f'') at the float x, as mpmath numbers."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        x = mp.mpf(x)
+        if abs(x) > _SATURATION[approximate]:  # far below any float64 resolution of the limits
+            return (x if x > 0 else mp.mpf(0)), mp.mpf(x > 0), mp.mpf(0)
+        if approximate == "none":
+            cdf = mp.erfc(-x / mp.sqrt(2)) / 2
+            pdf = mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)
+            return x * cdf, cdf + x * pdf, pdf * (2 - x * x)
+        if approximate == "tanh":
+            c = 2 * mp.sqrt(2 / mp.pi)
+            k = mp.mpf(TANH_COEFF)
+            s, ds, d2s = c * (x + k * x**3), c * (1 + 3 * k * x**2), 6 * c * k * x
+        else:
+            a = mp.mpf(SIGMOID_SCALE)
+            s, ds, d2s = a * x, a, mp.mpf(0)
+        p, q = 1 / (1 + mp.exp(-s)), 1 / (1 + mp.exp(s))
+        pq = p * q
+        return x * p, p + x * pq * ds, pq * (2 * ds + x * ((q - p) * ds * ds + d2s))
+
+
+# Precision (significand bits) and minimum normal exponent of each floating-point format.
+FORMATS = {
+    torch.float16: (11, -14),
+    torch.bfloat16: (8, -126),
+    torch.float32: (24, -126),
+    torch.float64: (53, -1022),
+}
+
+
+def ulp(ref, dtype):
+    """The spacing of `dtype` at each value of the float64 tensor `ref` (the subnormal spacing
+    below the normal range): the unit in which errors against `ref` are measured."""
+    precision, emin = FORMATS[dtype]
+    _, e = torch.frexp(ref)  # |ref| = m 2^e, 0.5 <= m < 1
+    exponent = torch.where(ref == 0, emin, torch.clamp(e - 1, min=emin))
+    return torch.ldexp(torch.ones_like(ref, dtype=torch.float64), exponent - (precision - 1))
+
+
+def ulp_error(y, ref, dtype=None):
+    """|y - ref| in ulps of `dtype` (default: y's dtype) at the exact value `ref` (float64)."""
+    dtype = dtype or y.dtype
+    ref = ref.double()
+    return (y.double() - ref).abs() / ulp(ref, dtype)

@@ -1,0 +1,60 @@
+import pytest
+import torch
+
+import gelu_ext  # noqa: F401  (registers the ops)
+
+FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+HALF_DTYPES = [torch.float16, torch.bfloat16]
+APPROXIMATIONS = ["none", "tanh", "sigmoid"]
+
+CUDA_BUILT = torch._C._dispatch_has_kernel_for_dispatch_key("gelu_ext::gelu", "CUDA")
+if not torch.cuda.is_available():
+    CUDA_SKIP = "no CUDA GPU visible"
+elif not CUDA_BUILT:
+    CUDA_SKIP = "gelu_ext was built without its CUDA backend"
+else:
+    CUDA_SKIP = None
+requires_cuda = pytest.mark.skipif(CUDA_SKIP is not None, reason=f"CUDA test: {CUDA_SKIP}")
+
+DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture(params=APPROXIMATIONS)
+def approximate(request):
+    return request.param
+
+
+def all_values(dtype):
+    """Every bit pattern of a 16-bit float type, NaNs and infinities included."""
+    return torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
+
+
+def binade_samples(dtype, per_binade=64, seed=0):
+    """Random finite values from every binade of `dtype`, both signs, subnormals included."""
+    bits = {torch.float32: (torch.int32, 23, 254), torch.float64: (torch.int64, 52, 2046)}
+    int_dtype, mantissa_bits, max_biased = bits[dtype]
+    g = torch.Generator().manual_seed(seed)
+    exponents = torch.arange(0, max_biased + 1, dtype=torch.int64).repeat_interleave(per_binade)
+    mantissas = torch.randint(0, 1 << mantissa_bits, exponents.shape, generator=g)
+    pattern = (exponents << mantissa_bits) | mantissas
+    positive = pattern.to(int_dtype).view(dtype)
+    return torch.cat([positive, -positive])
+
+
+def assert_ulps(y, ref, bound, what, x=None):
+    """Every element of y within `bound` ulps of the float64 reference."""
+    from gelu_ext.reference import ulp_error
+
+    if y.numel() == 0:
+        return
+    err = ulp_error(y, ref).flatten()
+    worst = int(err.argmax())
+    max_err = err[worst].item()
+    where = f"x={x.flatten()[worst].item()!r}" if x is not None else f"index {worst}"
+    assert max_err <= bound, (f"{what}: max error {max_err:.3f} ulp > {bound} at {where}: got "
+                              f"{y.flatten()[worst].item()!r}, expected {ref.flatten()[worst].item()!r}")

@@ -1,0 +1,66 @@
+"""Bad input gets a clear error that names the problem, and nothing is written."""
+
+import pytest
+import torch
+
+import gelu_ext
+
+ops = torch.ops.gelu_ext
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.int8, torch.bool,
+                                   torch.complex64, torch.complex128])
+def test_non_floating_input(device, dtype):
+    x = torch.ones(4, dtype=dtype, device=device)
+    for call in (lambda: gelu_ext.gelu(x), lambda: ops.gelu(x),
+                 lambda: ops.gelu_backward(x, x), lambda: ops.gelu_double_backward(x, x, x)):
+        with pytest.raises(TypeError, match="floating-point") as info:
+            call()
+        assert f"but got {dtype}" in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("bad", ["exact", "Tanh", "", "gelu", "erf"])
+def test_bad_approximate(device, bad):
+    x = torch.ones(3, device=device)
+    for call in (lambda: gelu_ext.gelu(x, bad), lambda: ops.gelu(x, bad),
+                 lambda: ops.gelu_backward(x, x, bad), lambda: gelu_ext.GELU(bad)):
+        with pytest.raises(ValueError, match="'none', 'tanh' or 'sigmoid'"):
+            call()
+
+
+def test_backward_shape_mismatch(device):
+    x, grad = torch.ones(3, 4, device=device), torch.ones(4, 3, device=device)
+    with pytest.raises(RuntimeError, match="same shape"):
+        ops.gelu_backward(grad, x)
+    with pytest.raises(RuntimeError, match="same shape"):  # no broadcasting either
+        ops.gelu_backward(torch.ones(1, 4, device=device), x)
+    with pytest.raises(RuntimeError, match="same shape"):
+        ops.gelu_double_backward(x, grad, x)
+
+
+def test_backward_dtype_mismatch(device):
+    x = torch.ones(3, device=device)
+    with pytest.raises(TypeError, match="same dtype"):
+        ops.gelu_backward(x.double(), x)
+    with pytest.raises(TypeError, match="same dtype"):
+        ops.gelu_double_backward(x, x.half(), x)
+
+
+def test_backward_device_mismatch():
+    x = torch.ones(3)
+    other = torch.ones(3, device="meta")
+    with pytest.raises(RuntimeError, match="must be on the same device, but got meta and cpu"):
+        ops.gelu_backward(other, x)
+    if torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="same device"):
+            ops.gelu_backward(x.cuda(), x)
+
+
+def test_nothing_is_written_on_error(device):
+    x = torch.randn(5, device=device)
+    before = x.clone()
+    with pytest.raises(RuntimeError):
+        ops.gelu_backward(torch.ones(4, device=device), x)
+    with pytest.raises(ValueError):
+        gelu_ext.gelu(x, "bogus")
+    assert torch.equal(x, before)

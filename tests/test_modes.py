@@ -1,0 +1,49 @@
+"""Autocast, no_grad and inference_mode, with and without gelu_ext swapped in."""
+
+import torch
+from torch import nn
+
+import gelu_ext
+
+
+def model(activation):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(32, 64), activation, nn.Linear(64, 8))
+
+
+def test_cpu_autocast_bfloat16(approximate):
+    ours = model(gelu_ext.GELU(approximate))
+    x = torch.randn(16, 32, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        hidden = ours[0](x)
+        activated = ours[1](hidden)
+        out = ours[2](activated)
+    assert hidden.dtype == activated.dtype == torch.bfloat16
+    out.float().sum().backward()
+    assert x.grad is not None and x.grad.isfinite().all()
+
+
+def test_autocast_matches_nn_gelu():
+    x = torch.randn(16, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = model(gelu_ext.GELU())(x)
+        theirs = model(nn.GELU())(x)
+    assert ours.dtype == theirs.dtype
+    torch.testing.assert_close(ours, theirs, rtol=2e-2, atol=2e-2)
+
+
+def test_no_grad(device):
+    x = torch.randn(100, device=device, requires_grad=True)
+    with torch.no_grad():
+        y = gelu_ext.gelu(x)
+    assert not y.requires_grad
+    torch.testing.assert_close(y, gelu_ext.gelu(x.detach()), rtol=0, atol=0)
+
+
+def test_inference_mode(device, approximate):
+    with torch.inference_mode():
+        x = torch.randn(100, device=device)
+        y = gelu_ext.gelu(x, approximate)
+        y_module = gelu_ext.GELU(approximate)(x)
+    assert y.is_inference() and not y.requires_grad
+    torch.testing.assert_close(y, y_module, rtol=0, atol=0)
