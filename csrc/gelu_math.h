@@ -1,177 +1,568 @@
 // THE math of gelu_ext: every GELU formula lives here, shared by the CPU and CUDA kernels.
 //
-// For each variant: the function, its first derivative and its second derivative, as inline
-// host+device functions. No torch headers.
+// For each variant, the function f, its first derivative f' and its second derivative f'', as
+// inline host+device functions; at the end, PassMath: what each elementwise pass computes from its
+// operands. No torch headers.
 //
-// Cancellation-free forms:
-//   exact:   Phi(x) = erfc(-x/sqrt2) / 2, never (1 + erf(x/sqrt2)) / 2, which is 0 for x < -5.5
-//            in float although Phi(x) is a normal float down to x = -13.
-//   tanh:    0.5 x (1 + tanh u) = x sigmoid(2u), evaluated without overflow for any x.
+// Forms, chosen to be free of cancellation and overflow:
+//   exact:   f = x Phi(x). With t = |x| and Q(t) = erfc(t/sqrt2)/2 (the upper tail),
+//            Phi(x) = Q(t) for x < 0 and 1 - Q(t) for x > 0, and Q(t) = exp(-t^2/2) R(t), where
+//            R (a Mills ratio) is smooth and bounded. Never 1 + erf(x/sqrt2), which is 0 in float
+//            for x < -5.5 although Phi(x) is a normal float down to x = -13.
+//   tanh:    0.5 x (1 + tanh u) = x sigmoid(2u), 2u = x (kTanhS1 + kTanhS3 x^2).
 //   sigmoid: x sigmoid(1.702 x).
-// These reference functions compute in double. Non-finite inputs: gelu(+inf) = +inf,
-// gelu(-inf) = -0, NaN -> NaN; gelu'(+inf) = 1, gelu'(-inf) = 0, gelu''(+-inf) = 0.
+//   sigmoid(s) and sigmoid(-s) both come from exp(-|s|), which never overflows.
+//
+// Precision. Inputs of float32, float16 and bfloat16 are exact in double; their results are
+// computed in double to a relative error below 2^-32 (the polynomials below, fitted by
+// tools/fit_polynomials.py, are accurate to 2^-33) and rounded once to the output type. float64
+// inputs go through the *_f64 functions.
+//
+// Non-finite inputs: f(+inf) = +inf, f(-inf) = -0, NaN -> NaN; f'(+inf) = 1, f'(-inf) = 0,
+// f''(+-inf) = 0. Beyond |x| = kSaturation every result is its limit to within far less than the
+// smallest subnormal float, so it is set to the limit and no intermediate ever overflows.
 #pragma once
 
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels.h"
 
 #if defined(__CUDACC__)
 #define GELU_HD __host__ __device__ __forceinline__
 #else
+#include <string.h>
 #define GELU_HD inline
 #endif
 
 namespace gelu_ext {
 namespace math {
 
-constexpr double kSqrtHalf = 0.70710678118654752440;      // 1/sqrt(2)
-constexpr double kSqrtHalfLo = -4.8336466567264565e-17;   // 1/sqrt(2) - kSqrtHalf
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;    // 1/sqrt(2 pi)
-constexpr double kTwoOverSqrtPi = 1.1283791670955125739;  // 2/sqrt(pi)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 // tanh form: 0.5 x (1 + tanh u) = x sigmoid(s), s = 2u = x (kTanhS1 + kTanhS3 x^2)
 constexpr double kTanhS1 = 1.5957691216057307117;  // 2 sqrt(2/pi)
 constexpr double kTanhS3 = kTanhS1 * 0.044715;
 constexpr double kSigmoidScale = 1.702;
 
+// |x| beyond which f, f', f'' of float, float16 and bfloat16 inputs are their limits.
+constexpr double kSaturation = 70.0;
+
 // ---------------------------------------------------------------------------------------------
-// exact: x Phi(x)
+// Bits and rounding.
 
-// Phi(x) = erfc(-x/sqrt2)/2. The argument is carried as z + dz so that its rounding error,
-// amplified by ~x^2 in the tail, is compensated to first order.
-GELU_HD double normal_cdf(double x) {
-  const double z = -x * kSqrtHalf;
-  const double dz = fma(-x, kSqrtHalf, -z) - x * kSqrtHalfLo;
-  return 0.5 * (erfc(z) - kTwoOverSqrtPi * exp(-z * z) * dz);
+GELU_HD double double_from_bits(int64_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(bits);
+#else
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+#endif
 }
 
-// phi(x) = exp(-x^2/2)/sqrt(2 pi), with x^2 = h + l split exactly so exp sees no rounding error.
-// Zero beyond |x| = 40, where it underflows anyway and x^2 could overflow.
-GELU_HD double normal_pdf(double x) {
-  if (fabs(x) > 40.0) return 0.0;
-  const double h = x * x;
-  const double l = fma(x, x, -h);
-  return kInvSqrt2Pi * exp(-0.5 * h) * (1.0 - 0.5 * l);
+GELU_HD int64_t double_bits(double d) {
+#if defined(__CUDA_ARCH__)
+  return __double_as_longlong(d);
+#else
+  int64_t bits;
+  memcpy(&bits, &d, sizeof bits);
+  return bits;
+#endif
 }
 
-// Phi(x) is exactly 1 or 0 in double beyond |x| = 40; saturating there keeps x = +-inf finite.
+GELU_HD float float_from_bits(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
+GELU_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return bits;
+#endif
+}
+
+// d rounded to float with round-to-odd: toward zero, then the last bit set if inexact. Rounding
+// that float to nearest in a 16-bit type gives d correctly rounded to that type, which rounding d
+// to nearest float first would not (it can land exactly on a 16-bit midpoint).
+GELU_HD float round_to_odd_float(double d) {
+  const float nearest = static_cast<float>(d);
+  if (!(static_cast<double>(nearest) != d) || d != d) return nearest;  // exact, or NaN
+  uint32_t bits = float_bits(nearest);
+  if (fabs(static_cast<double>(nearest)) > fabs(d)) bits -= 1;  // one step toward zero
+  return float_from_bits(bits | 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks in double, for float, float16 and bfloat16 inputs.
+
+// p(x) = c0 + c1 x + c2 x^2 + ... by Horner's rule. The coefficients are arguments, so that they
+// become immediates in the machine code of both the CPU and the GPU.
+GELU_HD double horner(double, double c0) { return c0; }
+template <class... Rest>
+GELU_HD double horner(double x, double c0, Rest... rest) {
+  return fma(horner(x, rest...), x, c0);
+}
+
+// exp(a) for a <= 0 with relative error below 2^-34; a below -700 (where exp underflows far below
+// every float result) is taken as -700. a = k ln2 + r, |r| <= ln2/2, exp(a) = 2^k e^r.
+GELU_HD double exp_nonpositive(double a) {
+  constexpr double kLog2e = 1.4426950408889634074;
+  constexpr double kLn2Hi = 0.69314718055994528623;     // ln2 rounded to double
+  constexpr double kLn2Lo = 2.3190468138462996154e-17;  // ln2 - kLn2Hi
+  constexpr double kRound = 6755399441055744.0;         // 1.5 * 2^52: adding it rounds to integer
+  a = a < -700.0 ? -700.0 : a;
+  const double shifted = fma(a, kLog2e, kRound);  // k sits in the low bits of its significand
+  const double k = shifted - kRound;
+  double r = fma(k, -kLn2Hi, a);  // exact: the result needs fewer than 53 bits
+  r = fma(k, -kLn2Lo, r);
+  // e^r = 1 + r + r^2 P(r), |r| <= ln2/2: P from tools/fit_polynomials.py, relative error 2^-34.2
+  const double p = horner(r, 0.5000000067645418, 0.1666666586941632, 0.041666295085425645,
+                          0.00833349700462535, 0.0013944649093250619, 0.00019790355770667696);
+  const double er = fma(r * r, p, r) + 1.0;
+  // k in [-1010, 0], so 2^k is a normal double: its exponent field is k + 1023.
+  const int64_t k_int = static_cast<int32_t>(static_cast<uint32_t>(double_bits(shifted)));
+  return er * double_from_bits((k_int + 1023) << 52);
+}
+
+// R(t) = exp(t^2/2) Q(t) for t >= 0 (relative error 2^-33 up to t = 15; beyond, it is only ever
+// multiplied by exp(-t^2/2) < 1e-48 and bounded is enough). R(t) = W(v) / (t + 3.5) with
+// v = (t - 3.5) / (t + 3.5) in [-1, 1): W is smooth and bounded on all of t >= 0, so one polynomial
+// (tools/fit_polynomials.py) covers the whole range.
+GELU_HD double scaled_upper_tail(double t) {
+  constexpr double kShift = 3.5;
+  const double inv = 1.0 / (t + kShift);
+  const double w = horner((t - kShift) * inv, 0.7444160754035303, -0.5655618150102053,
+                          0.31542497370539674, -0.11605097584606003, 0.017407743616395886,
+                          0.006476796903324575, -0.0031881870073598075, -0.0004478145289365899,
+                          0.00047194719293442767, 7.236100481745894e-05, -6.387302036649347e-05,
+                          -1.987246833063245e-05);
+  return w * inv;
+}
+
+GELU_HD double clamp_magnitude(double x, double limit) {
+  return x > limit ? limit : (x < -limit ? -limit : x);  // NaN passes through
+}
+
+// The value at x, or its limit at -inf / +inf beyond |x| = kSaturation (NaN passes through).
+GELU_HD double saturate(double x, double value, double at_minus_inf, double at_plus_inf) {
+  return x > kSaturation ? at_plus_inf : (x < -kSaturation ? at_minus_inf : value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// exact: f = x Phi(x), f' = Phi(x) + x phi(x), f'' = phi(x) (2 - x^2)
+
+// Gaussian factor E = exp(-x^2/2) and Mills-ratio factor R(|x|), so that Q(|x|) = E R.
+struct Tail {
+  double x, t, e, r;
+};
+GELU_HD Tail tail(double x) {
+  const double xc = clamp_magnitude(x, kSaturation), t = fabs(xc);
+  return Tail{xc, t, exp_nonpositive(-0.5 * t * t), scaled_upper_tail(t)};
+}
+
 GELU_HD double exact_forward(double x) {
-  if (fabs(x) > 40.0) return x > 0 ? x : -0.0;
-  return x * normal_cdf(x);
+  const Tail q = tail(x);
+  const double upper = q.e * q.r;  // Q(t)
+  const double cdf = q.x < 0 ? upper : 1.0 - upper;
+  return saturate(x, q.x * cdf, -0.0, x);
 }
 
+// For x < 0, f' = Q(t) - t phi(t) = E (R - t/sqrt(2pi)); for x > 0, f' = 1 - that.
 GELU_HD double exact_derivative(double x) {
-  if (fabs(x) > 40.0) return x > 0 ? 1.0 : 0.0;
-  return normal_cdf(x) + x * normal_pdf(x);
+  const Tail q = tail(x);
+  const double lower_part = q.e * (q.r - q.t * kInvSqrt2Pi);
+  return saturate(x, q.x < 0 ? lower_part : 1.0 - lower_part, 0.0, 1.0);
 }
 
 GELU_HD double exact_second_derivative(double x) {
-  if (fabs(x) > 40.0) return 0.0;
-  return normal_pdf(x) * (2.0 - x * x);
+  const Tail q = tail(x);
+  return saturate(x, q.e * kInvSqrt2Pi * (2.0 - q.t * q.t), 0.0, 0.0);
 }
 
 // ---------------------------------------------------------------------------------------------
-// tanh and sigmoid: x sigmoid(s(x)), with s(x) = x (kTanhS1 + kTanhS3 x^2) or 1.702 x.
+// tanh and sigmoid: f = x p, p = sigmoid(s(x)), q = sigmoid(-s) = 1 - p;
+//   f'  = p + x s' p q
+//   f'' = p q (2 s' + x ((q - p) s'^2 + s''))
 
-struct Logistic {
-  double p;   // sigmoid(s)
-  double q;   // sigmoid(-s) = 1 - p, without cancellation
-  double pq;  // sigmoid'(s) = p q
+struct Gate {
+  double x;           // x, clamped to +-kSaturation
+  double s, ds, d2s;  // s(x), s'(x), s''(x)
+  double p, q, pq;    // sigmoid(s), sigmoid(-s), their product
 };
 
-GELU_HD Logistic logistic(double s) {
-  const double e = exp(-fabs(s));  // in (0, 1]: never overflows
-  const double big = 1.0 / (1.0 + e), small = e / (1.0 + e);
-  return Logistic{s >= 0 ? big : small, s >= 0 ? small : big, e / ((1.0 + e) * (1.0 + e))};
-}
-
-// s and its derivatives. Beyond |x| = 1e10 the gate is exactly 0 or 1 in double, and x^3 could
-// overflow, so the callers treat that range as linear (x > 0) or zero (x < 0).
-struct GateArg {
-  double s, ds, d2s;
-};
 template <Approximate A>
-GELU_HD GateArg gate_arg(double x) {
+GELU_HD Gate gate(double x) {
+  Gate g;
+  g.x = clamp_magnitude(x, kSaturation);
   if (A == Approximate::kTanh) {
-    const double x2 = x * x;
-    return GateArg{x * (kTanhS1 + kTanhS3 * x2), kTanhS1 + 3.0 * kTanhS3 * x2, 6.0 * kTanhS3 * x};
+    const double x2 = g.x * g.x;
+    g.s = g.x * fma(kTanhS3, x2, kTanhS1);
+    g.ds = fma(3.0 * kTanhS3, x2, kTanhS1);
+    g.d2s = 6.0 * kTanhS3 * g.x;
+  } else {
+    g.s = kSigmoidScale * g.x;
+    g.ds = kSigmoidScale;
+    g.d2s = 0.0;
   }
-  return GateArg{kSigmoidScale * x, kSigmoidScale, 0.0};
+  const double e = exp_nonpositive(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
+  const double inv = 1.0 / (1.0 + e);
+  const double small = e * inv;
+  g.p = g.s >= 0 ? inv : small;
+  g.q = g.s >= 0 ? small : inv;
+  g.pq = small * inv;
+  return g;
 }
-
-constexpr double kGateSaturated = 1e10;
 
 template <Approximate A>
 GELU_HD double gate_forward(double x) {
-  if (fabs(x) > kGateSaturated) return x > 0 ? x : -0.0;
-  return x * logistic(gate_arg<A>(x).s).p;
+  const Gate g = gate<A>(x);
+  return saturate(x, g.x * g.p, -0.0, x);
 }
 
 template <Approximate A>
 GELU_HD double gate_derivative(double x) {
-  if (fabs(x) > kGateSaturated) return x > 0 ? 1.0 : 0.0;
-  const GateArg a = gate_arg<A>(x);
-  const Logistic l = logistic(a.s);
-  return l.p + x * l.pq * a.ds;
+  const Gate g = gate<A>(x);
+  return saturate(x, fma(g.x * g.ds, g.pq, g.p), 0.0, 1.0);
 }
 
 template <Approximate A>
 GELU_HD double gate_second_derivative(double x) {
-  if (fabs(x) > kGateSaturated) return 0.0;
-  const GateArg a = gate_arg<A>(x);
-  const Logistic l = logistic(a.s);
-  // d/dx [p + x pq s'] = 2 pq s' + x pq ((q - p) s'^2 + s'')
-  return l.pq * (2.0 * a.ds + x * ((l.q - l.p) * a.ds * a.ds + a.d2s));
+  const Gate g = gate<A>(x);
+  const double inner = fma((g.q - g.p) * g.ds, g.ds, g.d2s);
+  return saturate(x, g.pq * fma(g.x, inner, 2.0 * g.ds), 0.0, 0.0);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dispatch on the variant.
+// float64 inputs: double-double arithmetic where a double alone would not reach 2 ulps.
+// Results are rounded once from a double-double whose relative error is below 2^-58.
+
+// An unevaluated sum hi + lo with |lo| <= ulp(hi)/2.
+struct DD {
+  double hi, lo;
+};
+
+GELU_HD DD two_sum(double a, double b) {  // exact: a + b = hi + lo
+  const double s = a + b, bb = s - a;
+  return DD{s, (a - (s - bb)) + (b - bb)};
+}
+GELU_HD DD fast_two_sum(double a, double b) {  // exact if |a| >= |b|
+  const double s = a + b;
+  return DD{s, b - (s - a)};
+}
+GELU_HD DD two_prod(double a, double b) {  // exact: a b = hi + lo
+  const double p = a * b;
+  return DD{p, fma(a, b, -p)};
+}
+GELU_HD DD dd_add(DD a, DD b) {
+  const DD s = two_sum(a.hi, b.hi);
+  return fast_two_sum(s.hi, s.lo + a.lo + b.lo);
+}
+GELU_HD DD dd_neg(DD a) { return DD{-a.hi, -a.lo}; }
+GELU_HD DD dd_mul(DD a, DD b) {
+  const DD p = two_prod(a.hi, b.hi);
+  return fast_two_sum(p.hi, fma(a.hi, b.lo, fma(a.lo, b.hi, p.lo)));
+}
+GELU_HD DD dd_mul(DD a, double b) {
+  const DD p = two_prod(a.hi, b);
+  return fast_two_sum(p.hi, fma(a.lo, b, p.lo));
+}
+GELU_HD DD dd_div(DD a, DD b) {
+  const double q = a.hi / b.hi;
+  const double r = fma(-q, b.hi, a.hi) + a.lo - q * b.lo;  // the first term is exact
+  return fast_two_sum(q, r / b.hi);
+}
+
+// 2^k for k in [-1022, 1023].
+GELU_HD double pow2(int k) { return double_from_bits(static_cast<int64_t>(k + 1023) << 52); }
+
+// y 2^k for k in [-1600, 0], y in [2^-4, 4]: rounded once, also into the subnormals.
+GELU_HD double scale_pow2(double y, int k) {
+  return k < -1000 ? (y * pow2(k + 600)) * pow2(-600) : y * pow2(k);
+}
+
+// exp(a) for a <= 0 as m 2^k, m a double-double in [0.7, 1.5] with relative error below 2^-59.
+// a below -800 (where exp(a) is far below the smallest subnormal) is taken as -800.
+struct ScaledDD {
+  DD m;
+  int k;
+};
+GELU_HD ScaledDD exp_dd(DD a) {
+  constexpr double kLog2e = 1.4426950408889634074;
+  constexpr double kLn2Hi = 0.69314718055994528623;     // ln2 rounded to double
+  constexpr double kLn2Lo = 2.3190468138462996154e-17;  // ln2 - kLn2Hi
+  constexpr double kRound = 6755399441055744.0;         // 1.5 * 2^52
+  if (a.hi < -800.0) a = DD{-800.0, 0.0};
+  const double shifted = fma(a.hi, kLog2e, kRound);
+  const double k = shifted - kRound;
+  // r = a - k ln2 as a double-double; the first step is exact, the rest is far below ulp(r_hi).
+  const DD r = two_sum(fma(k, -kLn2Hi, a.hi), fma(k, -kLn2Lo, a.lo));
+  // e^r = 1 + r + r^2/2 + r^3 P(r): the first three terms in double-double, the rest (< 0.0075)
+  // in double. P from tools/fit_polynomials.py: relative error of e^r 2^-59.8.
+  const double p = horner(r.hi, 0.16666666666666669, 0.041666666666666664, 0.008333333333329796, 0.0013888888888886363, 0.00019841269864364933, 2.4801587318080937e-05, 2.7557266442353424e-06, 2.7557281528710364e-07, 2.5101335854788522e-08, 2.0911915299044694e-09);
+  const DD one_plus_r = fast_two_sum(1.0, r.hi);
+  const DD half_square = two_prod(0.5 * r.hi, r.hi);
+  const DD sum = fast_two_sum(one_plus_r.hi, half_square.hi);
+  const double rest = r.hi * half_square.hi * 2.0 * p;
+  DD m = fast_two_sum(sum.hi, sum.lo + one_plus_r.lo + half_square.lo + rest);
+  m.lo = fma(m.hi, r.lo, m.lo);  // e^(r_hi + r_lo) = e^r_hi (1 + r_lo), r_lo < 2^-40
+  return ScaledDD{m, static_cast<int>(static_cast<int32_t>(static_cast<uint32_t>(double_bits(shifted))))};
+}
+
+// F(t) = R(t) (t + 1) for t in [0, 40]: 16 polynomials of degree 13 on the intervals
+// [2^(n/3) - 1, 2^((n+1)/3) - 1) (tools/fit_polynomials.py; relative error below 2^-58.9).
+// F varies by less than 2% across each interval, so only its value at the center needs
+// double-double precision. Row: center, F(center) as hi and lo, coefficients of d^1 .. d^13.
+#define GELU_TAIL_F64_TABLE \
+  { \
+    {0.1299605249474366, 0.5108559268169747, 4.136763778878924e-17, 0.06770276036229204, -0.10973735270931051, 0.08579537854487086, -0.05078702273106203, 0.025356820541723155, -0.011194474671269798, 0.004486759903994794, -0.0016603468823666713, 0.0005739722919703594, -0.0001869637082596634, 5.776876478902206e-05, -1.7098306326345506e-05, 4.823065241289473e-06}, \
+    {0.42366105093153633, 0.5231190071389308, -2.5481541952064476e-18, 0.02111287726538992, -0.055074078935268056, 0.04332378930884058, -0.024785311853021665, 0.011851921603033817, -0.005001409109158326, 0.0019165328130316057, -0.0006787546885476877, 0.00022484568037525287, -7.027477979008064e-05, 2.086177211800892e-05, -5.9524622314358426e-06, 1.6168006350112103e-06}, \
+    {0.7937005259840998, 0.5251918199590032, -3.373951012071247e-18, -0.005940013906359197, -0.022506726794834207, 0.018833526245975084, -0.010457213471349907, 0.004761917733893219, -0.0019040518673840163, 0.0006907756348766462, -0.00023177307593992913, 7.282938290029813e-05, -2.162278727164841e-05, 6.106723337242413e-06, -1.6650531161893308e-06, 4.313964197682431e-07}, \
+    {1.2599210498948732, 0.519033057819441, -3.672707575363887e-17, -0.017968713810818725, -0.006063137078598055, 0.00673226688425222, -0.003717563544068378, 0.0016107615012986773, -0.0006054532275286386, 0.00020578521547425725, -6.466559659226911e-05, 1.90475504241018e-05, -5.308278381473041e-06, 1.4095072017694576e-06, -3.633777826008654e-07, 8.877918963575523e-08}, \
+    {1.8473221018630726, 0.5074000381673608, -6.907106606241642e-19, -0.020383324756940484, 0.0005292032969627693, 0.0017583380769913871, -0.0010682722063985817, 0.00044742139345028194, -0.00015763959425789197, 4.97328546724363e-05, -1.4463016493407265e-05, 3.941531954268375e-06, -1.0171373722794995e-06, 2.5046695146698705e-07, -6.029373052168915e-08, 1.37028833360396e-08}, \
+    {2.5874010519681994, 0.4930752963130125, 3.9714601229752394e-18, -0.017936033745682832, 0.002205968490127002, 0.0001534525827477771, -0.00022280518495597243, 9.77775019025193e-05, -3.279347803065445e-05, 9.578298217604938e-06, -2.5533621973672315e-06, 6.35674472564621e-07, -1.4973665716428248e-07, 3.368404755436381e-08, -7.46459885725429e-09, 1.5537285607402526e-09}, \
+    {3.5198420997897464, 0.4782770067350685, 1.3341557324881815e-17, -0.013879377028287484, 0.0019995217177677066, -0.00017994372108304926, -1.696489396544872e-05, 1.477171056242978e-05, -5.177831258239322e-06, 1.4320776746813672e-06, -3.5028403701887424e-07, 7.903223668726365e-08, -1.67846820595635e-08, 3.3994380907200317e-09, -6.833260559166469e-10, 1.2811937084578608e-10}, \
+    {4.6946442037261455, 0.46442993138021643, -2.1217041018854784e-17, -0.009945493287213643, 0.0013645917562608472, -0.00015933654190492343, 1.2755918649818171e-05, 4.197498756676008e-07, -5.054132251887497e-07, 1.53828820341204e-07, -3.603411120632382e-08, 7.446737748889569e-09, -1.4217884452190311e-09, 2.5681937456821597e-10, -4.625640272848922e-11, 7.693033674408384e-12}, \
+    {6.174802103936399, 0.45224262523854547, -7.730741185815873e-18, -0.00679112940849929, 0.000817369981163062, -9.124462527622513e-05, 9.077479913304763e-06, -7.187000349952168e-07, 2.2541479000062942e-08, 7.348450065001166e-09, -2.3749014190230946e-09, 4.963630515528973e-10, -8.819859929979258e-11, 1.4352616390127868e-11, -2.314658818604384e-12, 3.3853473679439326e-13}, \
+    {8.039684199579492, 0.4419236847759781, -2.636291032949145e-17, -0.004498291610440933, 0.00045544679915279925, -4.43185284751179e-05, 4.098223924883466e-06, -3.5260037499488355e-07, 2.6942161093475088e-08, -1.5902054374026913e-09, 2.1093604195066218e-11, 1.4359186359535504e-11, -3.3244240960355354e-12, 5.439068679088029e-13, -8.241106098274373e-14, 1.0770375891328151e-14}, \
+    {10.389288407452291, 0.43339756491528475, 1.4930203924487805e-17, -0.0029233069821860947, 0.00024320212112060444, -1.978767685761332e-05, 1.5684887610566126e-06, -1.2040857930986997e-07, 8.866114337733905e-09, -6.15517598391526e-10, 3.8893259202196224e-11, -2.0397091768404162e-12, 5.735425583685777e-14, 5.570185696475624e-15, -1.543271092815558e-15, 2.1385868073841865e-16}, \
+    {13.349604207872797, 0.42645962367178947, -1.4031537016100368e-17, -0.001877378519191358, 0.00012658299517014538, -8.425447864588473e-06, 5.527922710402285e-07, -3.5678769642588046e-08, 2.259012364583841e-09, -1.3974092518891746e-10, 8.393462375377786e-12, -4.846325056902799e-13, 2.642622690125968e-14, -1.311588351351559e-15, 5.2480751853589703e-17, -8.89945696671819e-19}, \
+    {17.079368399158984, 0.4208673621740312, 4.2389110540532714e-18, -0.0011968563417293244, 6.486894006238616e-05, -3.4890773336859747e-06, 1.8612200368947734e-07, -9.839335172427743e-09, 5.149827062743562e-10, -2.665219594315581e-11, 1.361657853605411e-12, -6.85202459134875e-14, 3.384155261252316e-15, -1.6343603511585924e-16, 7.883753503468295e-18, -3.52711308008642e-19}, \
+    {21.778576814904582, 0.416386165482733, 1.6591317563546757e-17, -0.0007595622142103034, 3.29295704837827e-05, -1.4210616084073978e-06, 6.102788506228961e-08, -2.6073282709390682e-09, 1.1077769054284214e-10, -4.678453714316464e-12, 1.962953173459186e-13, -8.176693968463757e-15, 3.376566674680552e-16, -1.3825716798258616e-17, 5.821945141292507e-19, -2.3269333382379006e-20}, \
+    {27.699208415745595, 0.4128082949150244, -2.6646844622180166e-17, -0.0004806934821321308, 1.661953497220217e-05, -5.730037469703279e-07, 1.9698444535225155e-08, -6.751234328822882e-10, 2.3064487729138153e-11, -7.853018699907189e-13, 2.6642519665952667e-14, -9.004324762910869e-16, 3.028518936633567e-17, -1.0148693457733937e-18, 3.531718320593795e-20, -1.17097538425558e-21}, \
+    {35.15873679831797, 0.4099580591502109, -1.8738504310297636e-17, -0.00030368296941304024, 8.358065304378784e-06, -2.296409057952416e-07, 6.298350561869299e-09, -1.7242966056608832e-10, 4.711675570437905e-12, -1.2849452648974517e-13, 3.49708857299056e-15, -9.497191200424265e-17, 2.571372088442019e-18, -6.951137466535343e-20, 1.959932065430781e-21, -5.2696984257270805e-23}, \
+  }
+#if defined(__CUDACC__)
+static __device__ const double kTailF64Device[16][16] = GELU_TAIL_F64_TABLE;
+#endif
+static const double kTailF64Host[16][16] = GELU_TAIL_F64_TABLE;
+#undef GELU_TAIL_F64_TABLE
+
+GELU_HD DD tail_factor_f64(double t) {
+  // n = floor(3 log2(t + 1)): the exponent of (t + 1)^3. Rounding can pick a neighbour at an
+  // interval's edge, whose polynomial is just as accurate there.
+  const double u = t + 1.0, cube = u * u * u;
+  int n = static_cast<int>((double_bits(cube) >> 52) & 0x7ff) - 1023;
+  n = n < 0 ? 0 : (n > 15 ? 15 : n);
+#if defined(__CUDA_ARCH__)
+  const double* c = kTailF64Device[n];
+#else
+  const double* c = kTailF64Host[n];
+#endif
+  const double d = t - c[0];
+  double p = c[15];
+  for (int i = 14; i >= 3; --i) p = fma(p, d, c[i]);
+  return fast_two_sum(c[1], fma(p, d, c[2]));
+}
+
+constexpr DD kInvSqrt2PiDD = {0.3989422804014327, -2.49232720227773e-17};  // 1/sqrt(2 pi)
+
+// Q(t) = m 2^k (the upper tail) for t = |x| <= 40, and the pieces it is made of.
+struct TailF64 {
+  double t;
+  DD t_squared;    // exact
+  ScaledDD gauss;  // exp(-t^2/2)
+  DD r;            // R(t) = F(t) / (t + 1)
+};
+GELU_HD TailF64 tail_f64(double x) {
+  TailF64 q;
+  q.t = fabs(x);
+  q.t_squared = two_prod(q.t, q.t);
+  q.gauss = exp_dd(DD{-0.5 * q.t_squared.hi, -0.5 * q.t_squared.lo});
+  q.r = dd_div(tail_factor_f64(q.t), two_sum(q.t, 1.0));
+  return q;
+}
+
+GELU_HD double round_scaled(DD v, int k) { return scale_pow2(v.hi + v.lo, k); }
+
+constexpr double kSaturationExactF64 = 40.0;  // Q(40) = 1e-349: Phi is 0 or 1 in double
+
+GELU_HD double exact_forward_f64(double x) {
+  if (fabs(x) > kSaturationExactF64) return x > 0 ? x : -0.0;  // also +-inf
+  const TailF64 q = tail_f64(x);
+  const DD upper = dd_mul(q.gauss.m, q.r);  // Q(t) / 2^k
+  if (x < 0) return -round_scaled(dd_mul(upper, q.t), q.gauss.k);
+  const DD upper_scaled = DD{scale_pow2(upper.hi, q.gauss.k), scale_pow2(upper.lo, q.gauss.k)};
+  const DD cdf = dd_add(DD{1.0, 0.0}, dd_neg(upper_scaled));
+  const DD y = dd_mul(cdf, x);
+  return y.hi + y.lo;  // NaN passes through
+}
+
+// f' = E (R - t/sqrt(2 pi)) for x < 0, 1 - that for x > 0 (E = exp(-t^2/2)).
+GELU_HD double exact_derivative_f64(double x) {
+  if (fabs(x) > kSaturationExactF64) return x > 0 ? 1.0 : 0.0;
+  const TailF64 q = tail_f64(x);
+  const DD lower = dd_mul(q.gauss.m, dd_add(q.r, dd_neg(dd_mul(kInvSqrt2PiDD, q.t))));
+  if (x < 0) return round_scaled(lower, q.gauss.k);
+  const DD scaled = DD{scale_pow2(lower.hi, q.gauss.k), scale_pow2(lower.lo, q.gauss.k)};
+  const DD y = dd_add(DD{1.0, 0.0}, dd_neg(scaled));
+  return y.hi + y.lo;
+}
+
+GELU_HD double exact_second_derivative_f64(double x) {
+  if (fabs(x) > kSaturationExactF64) return 0.0;
+  const TailF64 q = tail_f64(x);
+  const DD two_minus_t2 = dd_add(DD{2.0, 0.0}, dd_neg(q.t_squared));
+  return round_scaled(dd_mul(dd_mul(q.gauss.m, kInvSqrt2PiDD), two_minus_t2), q.gauss.k);
+}
+
+// Gates in double-double: s = x (c1 + c3 x^2) or 1.702 x with the decimal constants carried
+// exactly enough (a double's 2^-53 error in 1.702, times |s| up to 745, would cost 100 ulps).
+// Double-double constants (hi, lo) from mpmath.
+constexpr DD kTanhS1DD = {1.5957691216057308, -9.96930880911092e-17};      // 2 sqrt(2/pi)
+constexpr DD kTanhS3DD = {0.07135481627260025, -6.175149918155315e-19};    // 0.044715 * that
+constexpr DD kTanhS3x3DD = {0.21406444881780073, 1.2025242832367862e-17};  // 3 times that
+constexpr DD kSigmoidScaleDD = {1.702, 4.263256414560601e-17};             // 1.702
+// Beyond |x| = 1e10, or where |s| > 790, every result is its limit to far below the smallest
+// subnormal (the largest factor multiplying exp(-|s|) is |x s'^2| < 2^100).
+constexpr double kSaturationGateF64 = 1e10;
+constexpr double kGateTailF64 = 790.0;
+
+struct GateF64 {
+  bool saturated;  // every result is its limit: x or -0; 1 or 0; 0
+  double x;
+  DD s, ds;    // s(x), s'(x)
+  double d2s;  // s''(x)
+  ScaledDD e;  // exp(-|s|)
+  DD inv;      // 1 / (1 + exp(-|s|))
+};
 
 template <Approximate A>
+GELU_HD GateF64 gate_f64(double x) {
+  GateF64 g;
+  g.x = x;
+  g.saturated = fabs(x) > kSaturationGateF64;  // also +-inf; NaN runs through
+  if (g.saturated) x = 0.0;
+  if (A == Approximate::kTanh) {
+    const DD x2 = two_prod(x, x);
+    g.s = dd_mul(dd_add(kTanhS1DD, dd_mul(kTanhS3DD, x2)), x);
+    g.ds = dd_add(kTanhS1DD, dd_mul(kTanhS3x3DD, x2));
+    g.d2s = 6.0 * kTanhS3DD.hi * x;
+  } else {
+    g.s = dd_mul(kSigmoidScaleDD, x);
+    g.ds = kSigmoidScaleDD;
+    g.d2s = 0.0;
+  }
+  g.saturated = g.saturated || fabs(g.s.hi) > kGateTailF64;
+  g.e = exp_dd(g.s.hi >= 0 ? dd_neg(g.s) : g.s);
+  const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
+  g.inv = dd_div(DD{1.0, 0.0}, dd_add(DD{1.0, 0.0}, e));
+  return g;
+}
+
+// f = x sigmoid(s): x / (1 + e) for s >= 0, x e / (1 + e) for s < 0, e = exp(-|s|).
+template <Approximate A>
+GELU_HD double gate_forward_f64(double x) {
+  const GateF64 g = gate_f64<A>(x);
+  if (g.saturated) return x > 0 ? x : -0.0;
+  if (g.s.hi >= 0) {
+    const DD y = dd_mul(g.inv, x);
+    return y.hi + y.lo;
+  }
+  return round_scaled(dd_mul(dd_mul(g.e.m, g.inv), x), g.e.k);
+}
+
+// f' = p + x s' p q. For s < 0, p = e/(1+e) and f' = p (1 + x s' / (1 + e)), scaled at the end.
+template <Approximate A>
+GELU_HD double gate_derivative_f64(double x) {
+  const GateF64 g = gate_f64<A>(x);
+  if (g.saturated) return x > 0 ? 1.0 : 0.0;
+  const DD xs = dd_mul(g.ds, x);
+  if (g.s.hi >= 0) {
+    const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
+    const DD pq = dd_mul(dd_mul(e, g.inv), g.inv);
+    const DD y = dd_add(g.inv, dd_mul(xs, pq));
+    return y.hi + y.lo;
+  }
+  const DD factor = dd_add(DD{1.0, 0.0}, dd_mul(xs, g.inv));
+  return round_scaled(dd_mul(dd_mul(g.e.m, g.inv), factor), g.e.k);
+}
+
+// f'' = p q (2 s' + x ((q - p) s'^2 + s'')), q - p = -sign(s) (1 - e) / (1 + e).
+template <Approximate A>
+GELU_HD double gate_second_derivative_f64(double x) {
+  const GateF64 g = gate_f64<A>(x);
+  if (g.saturated) return 0.0;
+  const double e = scale_pow2(g.e.m.hi, g.e.k);
+  const double q_minus_p = (g.s.hi >= 0 ? -1.0 : 1.0) * (1.0 - e) * g.inv.hi;
+  const double ds = g.ds.hi;
+  const double bracket = fma(x, fma(q_minus_p * ds, ds, g.d2s), 2.0 * ds);
+  const DD pq = dd_mul(dd_mul(g.e.m, g.inv), g.inv);  // scaled by 2^k below
+  return scale_pow2((pq.hi + pq.lo) * bracket, g.e.k);
+}
+
+template <Approximate A>
+GELU_HD double forward_f64(double x) {
+  return A == Approximate::kNone ? exact_forward_f64(x) : gate_forward_f64<A>(x);
+}
+template <Approximate A>
+GELU_HD double derivative_f64(double x) {
+  return A == Approximate::kNone ? exact_derivative_f64(x) : gate_derivative_f64<A>(x);
+}
+template <Approximate A>
+GELU_HD double second_derivative_f64(double x) {
+  return A == Approximate::kNone ? exact_second_derivative_f64(x)
+                                 : gate_second_derivative_f64<A>(x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch on the variant and on the input precision (kFloat64: float64 inputs).
+
+template <Approximate A, bool kFloat64>
 GELU_HD double forward(double x) {
-  if (isnan(x)) return x;
+  if (kFloat64) return forward_f64<A>(x);
   return A == Approximate::kNone ? exact_forward(x) : gate_forward<A>(x);
 }
 
-template <Approximate A>
+template <Approximate A, bool kFloat64>
 GELU_HD double derivative(double x) {
-  if (isnan(x)) return x;
+  if (kFloat64) return derivative_f64<A>(x);
   return A == Approximate::kNone ? exact_derivative(x) : gate_derivative<A>(x);
 }
 
-template <Approximate A>
+template <Approximate A, bool kFloat64>
 GELU_HD double second_derivative(double x) {
-  if (isnan(x)) return x;
+  if (kFloat64) return second_derivative_f64<A>(x);
   return A == Approximate::kNone ? exact_second_derivative(x) : gate_second_derivative<A>(x);
 }
 
 // ---------------------------------------------------------------------------------------------
-// What each elementwise pass computes from its operands (see Pass in kernels.h): inputs and
-// outputs in the order TensorIterator lists them after the outputs.
+// What each elementwise pass computes from its operands (see Pass in kernels.h), in double:
+// inputs and outputs in the order TensorIterator lists them.
 
-template <Pass P, Approximate A>
+template <Pass P, Approximate A, bool kFloat64>
 struct PassMath;
 
-template <Approximate A>
-struct PassMath<Pass::kForward, A> {
+template <Approximate A, bool kFloat64>
+struct PassMath<Pass::kForward, A, kFloat64> {
   static constexpr int kInputs = 1, kOutputs = 1;
-  GELU_HD static void apply(const double* in, double* out) { out[0] = forward<A>(in[0]); }
-};
-
-template <Approximate A>
-struct PassMath<Pass::kBackward, A> {
-  static constexpr int kInputs = 2, kOutputs = 1;  // in: grad, x
   GELU_HD static void apply(const double* in, double* out) {
-    out[0] = in[0] * derivative<A>(in[1]);
+    out[0] = forward<A, kFloat64>(in[0]);
   }
 };
 
-template <Approximate A>
-struct PassMath<Pass::kDoubleBackward, A> {
+template <Approximate A, bool kFloat64>
+struct PassMath<Pass::kBackward, A, kFloat64> {
+  static constexpr int kInputs = 2, kOutputs = 1;  // in: grad, x
+  GELU_HD static void apply(const double* in, double* out) {
+    out[0] = in[0] * derivative<A, kFloat64>(in[1]);
+  }
+};
+
+template <Approximate A, bool kFloat64>
+struct PassMath<Pass::kDoubleBackward, A, kFloat64> {
   static constexpr int kInputs = 3, kOutputs = 2;  // in: gg, grad, x; out: ggrad, gx
   GELU_HD static void apply(const double* in, double* out) {
-    out[0] = in[0] * derivative<A>(in[2]);
-    out[1] = in[0] * in[1] * second_derivative<A>(in[2]);
+    out[0] = in[0] * derivative<A, kFloat64>(in[2]);
+    out[1] = in[0] * in[1] * second_derivative<A, kFloat64>(in[2]);
   }
 };
 

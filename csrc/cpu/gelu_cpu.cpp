@@ -3,6 +3,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <type_traits>
+
 #include "../gelu_math.h"
 #include "../kernels.h"
 
@@ -15,10 +17,10 @@ inline double load(const char* p) {
   return static_cast<double>(*reinterpret_cast<const T*>(p));
 }
 
-// Rounds once from double for float and double; 16-bit types go through float (see gelu_math.h).
+// Rounds once from double: 16-bit types through a round-to-odd float (see gelu_math.h).
 template <class T>
 inline void store(char* p, double v) {
-  *reinterpret_cast<T*>(p) = static_cast<T>(static_cast<float>(v));
+  *reinterpret_cast<T*>(p) = static_cast<T>(math::round_to_odd_float(v));
 }
 template <>
 inline void store<double>(char* p, double v) {
@@ -33,7 +35,7 @@ inline void store<float>(char* p, double v) {
 // (sizeof(T) on contiguous data); operands are outputs first, then inputs.
 template <Pass P, Approximate A, class T>
 void run_block(char** data, const int64_t* strides, int64_t size0, int64_t size1) {
-  using M = math::PassMath<P, A>;
+  using M = math::PassMath<P, A, std::is_same<T, double>::value>;
   constexpr int N = M::kOutputs + M::kInputs;
   char* ptr[N];
   double in[M::kInputs], out[M::kOutputs];

@@ -30,13 +30,13 @@ template <>
 struct Storage<DType::kFloat16> {
   using T = __half;
   __device__ static double load(T v) { return __half2float(v); }
-  __device__ static T store(double v) { return __float2half_rn(static_cast<float>(v)); }
+  __device__ static T store(double v) { return __float2half_rn(math::round_to_odd_float(v)); }
 };
 template <>
 struct Storage<DType::kBFloat16> {
   using T = __nv_bfloat16;
   __device__ static double load(T v) { return __bfloat162float(v); }
-  __device__ static T store(double v) { return __float2bfloat16_rn(static_cast<float>(v)); }
+  __device__ static T store(double v) { return __float2bfloat16_rn(math::round_to_odd_float(v)); }
 };
 
 struct Operands {
@@ -54,7 +54,7 @@ struct alignas(sizeof(T) * N) Vec {
 template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)[N],
                                               typename Storage<D>::T (*out)[N], int e) {
-  using M = math::PassMath<P, A>;
+  using M = math::PassMath<P, A, D == DType::kFloat64>;
   double a[M::kInputs], b[M::kOutputs];
 #pragma unroll
   for (int k = 0; k < M::kInputs; ++k) a[k] = Storage<D>::load(in[k][e]);
@@ -67,7 +67,7 @@ __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)
 // per step, in a grid-stride loop; the last n % kVec elements are done one per thread.
 template <Pass P, Approximate A, DType D, class index_t>
 __global__ void __launch_bounds__(kBlockSize) contiguous_kernel(Operands ops, index_t n) {
-  using M = math::PassMath<P, A>;
+  using M = math::PassMath<P, A, D == DType::kFloat64>;
   using T = typename Storage<D>::T;
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kOut = M::kOutputs, kIn = M::kInputs;
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kBlockSize) contiguous_kernel(Operands ops, in
 template <Pass P, Approximate A, DType D>
 __global__ void __launch_bounds__(kBlockSize) strided_kernel(Operands ops, StridedLayout layout,
                                                              int32_t n) {
-  using M = math::PassMath<P, A>;
+  using M = math::PassMath<P, A, D == DType::kFloat64>;
   using T = typename Storage<D>::T;
   constexpr int kOut = M::kOutputs, kIn = M::kInputs;
   const int32_t step = gridDim.x * kBlockSize;

@@ -1,0 +1,169 @@
+"""Fits the polynomial coefficients in csrc/gelu_math.h and prints them as C++.
+
+    python tools/fit_polynomials.py            # all tables
+    python tools/fit_polynomials.py --check    # only the achieved errors
+
+Polynomials for float32/float16/bfloat16 inputs (evaluated in double, to about 2^-33) are
+weighted discrete minimax fits (Lawson's iteratively reweighted least squares) of the relative
+error on Chebyshev points. Those for float64 inputs (to about 2^-60) interpolate at Chebyshev
+points in 50-digit arithmetic. Everything is measured against mpmath, with the coefficients
+rounded to double as they are stored.
+"""
+
+import argparse
+
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 60
+
+
+def chebyshev_points(a, b, n):
+    a, b = mp.mpf(a), mp.mpf(b)
+    return [(a + b) / 2 + (b - a) / 2 * mp.cos(mp.pi * (2 * k + 1) / (2 * n)) for k in range(n)]
+
+
+def fit(f, a, b, degree, fixed=None, iterations=80):
+    """Coefficients c[0..degree] of the polynomial in x minimising max |p(x)/f(x) - 1| on [a, b];
+    `fixed` maps powers to coefficients that are imposed."""
+    fixed = fixed or {}
+    xs = chebyshev_points(a, b, 40 * degree + 200)
+    ys = [f(x) for x in xs]
+    free = [p for p in range(degree + 1) if p not in fixed]
+    basis = np.array([[float(x**p) for p in free] for x in xs])
+    target = np.array([float(y - sum(c * x**p for p, c in fixed.items())) for x, y in zip(xs, ys)])
+    relative = np.array([1 / abs(float(y)) for y in ys])
+    weights = np.full(len(xs), 1 / len(xs))
+    best = None
+    for _ in range(iterations):
+        scale = np.sqrt(weights) * relative
+        coeffs, *_ = np.linalg.lstsq(basis * scale[:, None], target * scale, rcond=None)
+        residual = (basis @ coeffs - target) * relative
+        if best is None or np.abs(residual).max() < best[1]:
+            best = (coeffs, np.abs(residual).max())
+        weights *= np.abs(residual)
+        weights /= weights.sum()
+    result = dict(fixed)
+    result.update(zip(free, best[0]))
+    return [float(result[p]) for p in range(degree + 1)]
+
+
+def max_relative_error(f, coeffs, a, b, n=3000):
+    worst = mp.mpf(0)
+    for k in range(n):
+        x = mp.mpf(a) + (mp.mpf(b) - mp.mpf(a)) * k / (n - 1)
+        p = mp.mpf(0)
+        for c in reversed(coeffs):
+            p = p * x + mp.mpf(c)
+        worst = max(worst, abs(p / f(x) - 1))
+    return float(mp.log(worst, 2))
+
+
+def interpolate(f, a, b, degree):
+    """Monomial coefficients, in d = x - (a+b)/2, of the interpolant of f at Chebyshev points."""
+    m, h = (mp.mpf(a) + b) / 2, (mp.mpf(b) - a) / 2
+    nodes = [m + h * mp.cos(mp.pi * (2 * k + 1) / (2 * (degree + 1))) for k in range(degree + 1)]
+    vandermonde = mp.matrix([[(x - m)**p for p in range(degree + 1)] for x in nodes])
+    c = mp.lu_solve(vandermonde, mp.matrix([f(x) for x in nodes]))
+    return [c[i] for i in range(degree + 1)]
+
+
+def max_relative_error_mp(f, coeffs, center, a, b, n=400):
+    worst = mp.mpf(0)
+    for k in range(n + 1):
+        x = mp.mpf(a) + (mp.mpf(b) - a) * k / n
+        p = mp.mpf(0)
+        for c in reversed(coeffs):
+            p = p * (x - center) + c
+        worst = max(worst, abs(p / f(x) - 1))
+    return float(mp.log(worst, 2))
+
+
+def double_double(v):
+    hi = float(v)
+    return hi, float(v - mp.mpf(hi))
+
+
+def upper_tail_scaled(t):
+    """R(t) = exp(t^2/2) Q(t), Q(t) = erfc(t/sqrt2)/2: the upper tail without its Gaussian factor."""
+    return mp.exp(t * t / 2) * mp.erfc(t / mp.sqrt(2)) / 2
+
+
+def tables():
+    """name -> (description, function, interval, degree, fixed)"""
+    half_ln2 = mp.log(2) / 2
+    c = mp.mpf("3.5")
+
+    def w_of_v(v):  # W(v) = R(t) (t + c) with t = c (1 + v) / (1 - v)
+        t = c * (1 + v) / (1 - v)
+        return upper_tail_scaled(t) * (t + c)
+
+    return {
+        "kExpPoly": ("e^r = 1 + r + r^2 P(r) on |r| <= ln2/2: P(r), relative error of e^r",
+                     lambda r: mp.exp(r), (-half_ln2, half_ln2), 7, {0: 1, 1: 1}),
+        "kTailPoly": ("W(v) = R(t) (t + 3.5), v = (t - 3.5) / (t + 3.5), t in [0, 15]",
+                      w_of_v, (-1, (15 - c) / (15 + c)), 11, None),
+    }
+
+
+def float64_exp_table(check):
+    """e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35 (ln2/2 and a margin)."""
+    def p_of_r(r):  # sum_{k>=3} r^(k-3)/k!, free of the cancellation of the closed form
+        return mp.nsum(lambda k: r**(k - 3) / mp.factorial(k), [3, mp.inf])
+
+    degree, bound = 9, mp.mpf("0.35")
+    coeffs = [mp.mpf(float(c)) for c in interpolate(p_of_r, -bound, bound, degree)]
+    worst = mp.mpf(0)
+    for k in range(401):
+        r = -bound + 2 * bound * k / 400
+        p = mp.mpf(0)
+        for c in reversed(coeffs):
+            p = p * r + c
+        worst = max(worst, abs((1 + r + r * r / 2 + r**3 * p) / mp.exp(r) - 1))
+    print(f"// float64 exp: e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35: P of degree {degree}, "
+          f"relative error of e^r 2^{float(mp.log(worst, 2)):.1f}")
+    if not check:
+        print("    " + ", ".join(repr(float(c)) for c in coeffs))
+
+
+def float64_tail_table(check):
+    """F(t) = R(t) (t + 1) on 16 intervals [2^(n/3) - 1, 2^((n+1)/3) - 1), n = 0..15, covering
+    [0, 39.3]: per interval its center, F(center) as a double-double, then the coefficients of
+    d = t - center, d^1 .. d^13."""
+    degree = 13
+    print(f"// float64 tail: F(t) = R(t) (t + 1) on [2^(n/3) - 1, 2^((n+1)/3) - 1), n = 0..15, "
+          f"degree {degree} in t - center")
+    for n in range(16):
+        a = mp.mpf(2)**(mp.mpf(n) / 3) - 1
+        b = mp.mpf(2)**(mp.mpf(n + 1) / 3) - 1
+        center = mp.mpf(float((a + b) / 2))
+        f = lambda t: upper_tail_scaled(t) * (t + 1)  # noqa: E731
+        m, h = center, max(center - a, b - center)
+        c = interpolate(lambda d: f(d + m), -h, h, degree)  # in d, centered at 0
+        hi, lo = double_double(c[0])
+        stored = [mp.mpf(hi) + mp.mpf(lo)] + [mp.mpf(float(v)) for v in c[1:]]
+        err = max_relative_error_mp(f, stored, center, a, b)
+        print(f"    // [{float(a):.6f}, {float(b):.6f}): relative error 2^{err:.1f}")
+        if not check:
+            row = [float(center), hi, lo] + [float(v) for v in c[1:]]
+            print("    {" + ", ".join(repr(v) for v in row) + "},")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    float64_exp_table(args.check)
+    float64_tail_table(args.check)
+    for name, (what, f, (a, b), degree, fixed) in tables().items():
+        coeffs = fit(f, a, b, degree, fixed)
+        err = max_relative_error(f, coeffs, a, b)
+        print(f"// {what}: max relative error 2^{err:.1f}")
+        if args.check:
+            continue
+        stored = coeffs[2:] if name == "kExpPoly" else coeffs  # the fixed 1 + r is written out
+        print("    horner(x, " + ", ".join(repr(cv) for cv in stored) + ")")
+
+
+if __name__ == "__main__":
+    main()
