@@ -8,12 +8,10 @@ HALF_DTYPES = [torch.float16, torch.bfloat16]
 APPROXIMATIONS = ["none", "tanh", "sigmoid"]
 
 CUDA_BUILT = torch._C._dispatch_has_kernel_for_dispatch_key("gelu_ext::gelu", "CUDA")
-if not torch.cuda.is_available():
-    CUDA_SKIP = "no CUDA GPU visible"
-elif not CUDA_BUILT:
-    CUDA_SKIP = "gelu_ext was built without its CUDA backend"
-else:
-    CUDA_SKIP = None
+CUDA_SKIP = "; ".join(
+    reason for reason, missing in [("no CUDA GPU visible", not torch.cuda.is_available()),
+                                   ("gelu_ext was built without CUDA", not CUDA_BUILT)] if missing
+) or None
 requires_cuda = pytest.mark.skipif(CUDA_SKIP is not None, reason=f"CUDA test: {CUDA_SKIP}")
 
 DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
