@@ -430,7 +430,6 @@ struct GateF64 {
   bool saturated;  // every result is its limit: x or -0; 1 or 0; 0
   double x;
   DD s, ds;    // s(x), s'(x)
-  double d2s;  // s''(x)
   ScaledDD e;  // exp(-|s|)
   DD inv;      // 1 / (1 + exp(-|s|))
 };
@@ -445,11 +444,9 @@ GELU_HD GateF64 gate_f64(double x) {
     const DD x2 = two_prod(x, x);
     g.s = dd_mul(dd_add(kTanhS1DD, dd_mul(kTanhS3DD, x2)), x);
     g.ds = dd_add(kTanhS1DD, dd_mul(kTanhS3x3DD, x2));
-    g.d2s = 6.0 * kTanhS3DD.hi * x;
   } else {
     g.s = dd_mul(kSigmoidScaleDD, x);
     g.ds = kSigmoidScaleDD;
-    g.d2s = 0.0;
   }
   g.saturated = g.saturated || fabs(g.s.hi) > kGateTailF64;
   g.e = exp_dd(g.s.hi >= 0 ? dd_neg(g.s) : g.s);
@@ -491,12 +488,14 @@ template <Approximate A>
 GELU_HD double gate_second_derivative_f64(double x) {
   const GateF64 g = gate_f64<A>(x);
   if (g.saturated) return 0.0;
-  const double e = scale_pow2(g.e.m.hi, g.e.k);
-  const double q_minus_p = (g.s.hi >= 0 ? -1.0 : 1.0) * (1.0 - e) * g.inv.hi;
-  const double ds = g.ds.hi;
-  const double bracket = fma(x, fma(q_minus_p * ds, ds, g.d2s), 2.0 * ds);
+  const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
+  DD q_minus_p = dd_mul(dd_add(DD{1.0, 0.0}, dd_neg(e)), g.inv);
+  if (g.s.hi >= 0) q_minus_p = dd_neg(q_minus_p);
+  const DD d2s = A == Approximate::kTanh ? dd_mul(kTanhS3x3DD, 2.0 * x) : DD{0.0, 0.0};
+  const DD inner = dd_add(dd_mul(dd_mul(q_minus_p, g.ds), g.ds), d2s);
+  const DD bracket = dd_add(dd_mul(inner, x), DD{2.0 * g.ds.hi, 2.0 * g.ds.lo});
   const DD pq = dd_mul(dd_mul(g.e.m, g.inv), g.inv);  // scaled by 2^k below
-  return scale_pow2((pq.hi + pq.lo) * bracket, g.e.k);
+  return round_scaled(dd_mul(pq, bracket), g.e.k);
 }
 
 template <Approximate A>

@@ -1,0 +1,286 @@
+"""Accuracy of gelu_ext and F.gelu, side by side, in ulps of the exact value.
+
+For each device x dtype x variant x direction (forward f, backward f' = gelu_backward with
+grad 1, second derivative f'' = gelu_double_backward's grad_input with gg = grad = 1) it reports
+the largest error, the input where it occurs, and the share of results that are correctly rounded
+(error <= 0.5 ulp). Errors are in ulps of the dtype at the exact value (subnormal spacing below the
+normal range). Where f' or f'' crosses zero its terms cancel, and the error is measured in ulps of
+the larger term instead (gelu_ext.reference.derivative_scales).
+
+Inputs: every value of float16 and bfloat16; for float32 every binade of both signs, a dense
+grid over [-20, 20] and the negative tail, or with --exhaustive all 2^32 values; for float64 a
+sample of every binade and the tail, against mpmath.
+
+The float64 reference (gelu_ext.reference.torch_reference) is validated against mpmath on
+sampled points before it is used.
+
+Baselines: F.gelu for "none" and "tanh" (its backward is aten.gelu_backward, its second
+derivative autograd through that); for "sigmoid", the composite x * torch.sigmoid(1.702 x).
+
+    python bench/accuracy.py                      # sampled, CPU (and CUDA if visible)
+    python bench/accuracy.py --exhaustive --dtypes float32 --directions forward backward
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import gelu_ext  # noqa: F401
+from gelu_ext.reference import (SIGMOID_SCALE, derivative_scales, mp_reference, torch_reference,
+                                ulp)
+
+ops = torch.ops.gelu_ext
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "float64": torch.float64}
+VARIANTS = ["none", "tanh", "sigmoid"]
+DIRECTIONS = ["forward", "backward", "second"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# --------------------------------------------------------------------------------------------
+# The two implementations.
+
+def ours(x, variant, direction):
+    one = torch.ones_like(x)
+    if direction == "forward":
+        return ops.gelu(x, variant)
+    if direction == "backward":
+        return ops.gelu_backward(one, x, variant)
+    return ops.gelu_double_backward(one, one, x, variant)[1]
+
+
+def torch_composite(x, variant):
+    if variant == "sigmoid":
+        return x * torch.sigmoid(float(SIGMOID_SCALE) * x)
+    return F.gelu(x, approximate=variant)
+
+
+def baseline(x, variant, direction):
+    """F.gelu (or the sigmoid composite) in x's dtype, differentiated by torch."""
+    if direction == "forward":
+        return torch_composite(x, variant)
+    if direction == "backward" and variant != "sigmoid":
+        return torch.ops.aten.gelu_backward(torch.ones_like(x), x, approximate=variant)
+    with torch.enable_grad():
+        xr = x.detach().requires_grad_()
+        (d1,) = torch.autograd.grad(torch_composite(xr, variant).sum(), xr, create_graph=True)
+        if direction == "backward":
+            return d1.detach()
+        (d2,) = torch.autograd.grad(d1.sum(), xr)
+    return d2
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs and errors.
+
+def all_16bit(dtype):
+    x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
+    return x[x.isfinite()]
+
+
+def binades(dtype, per_binade, seed=0):
+    int_dtype, mantissa_bits, top = {torch.float32: (torch.int32, 23, 254),
+                                     torch.float64: (torch.int64, 52, 2046)}[dtype]
+    g = torch.Generator().manual_seed(seed)
+    exponents = torch.arange(0, top + 1, dtype=torch.int64).repeat_interleave(per_binade)
+    mantissas = torch.randint(0, 1 << mantissa_bits, exponents.shape, generator=g)
+    positive = ((exponents << mantissa_bits) | mantissas).to(int_dtype).view(dtype)
+    return torch.cat([positive, -positive])
+
+
+def sampled_inputs(dtype):
+    if dtype in (torch.float16, torch.bfloat16):
+        return all_16bit(dtype)
+    if dtype == torch.float32:
+        return torch.cat([binades(dtype, 256), torch.linspace(-20, 20, 400001, dtype=dtype),
+                          torch.linspace(-70, -5, 200001, dtype=dtype)])
+    return torch.cat([binades(dtype, 2)[::4], torch.linspace(-40, 10, 1001, dtype=dtype)])
+
+
+def float32_chunks(chunk_bits=24):
+    """All 2^32 float32 values, in chunks of 2^chunk_bits."""
+    step = 1 << chunk_bits
+    for start in range(0, 1 << 32, step):
+        yield torch.arange(start, start + step, dtype=torch.int64).to(torch.int32).view(
+            torch.float32)
+
+
+def exact_values(x, variant, direction):
+    """The exact value at x as a float64 pair hi + lo, and the error scale: torch float64 for
+    inputs of 32 bits or fewer (lo = 0), mpmath for float64 inputs."""
+    index = DIRECTIONS.index(direction)
+    if x.dtype == torch.float64:
+        import mpmath as mp
+        values = [mp_reference(v, variant)[index] for v in x.tolist()]
+        exact = torch.tensor([float(v) for v in values], dtype=torch.float64)
+        with mp.workdps(50):
+            lo = torch.tensor([float(v - mp.mpf(float(v))) for v in values], dtype=torch.float64)
+    else:
+        exact = torch_reference(x, variant)[index]
+        lo = torch.zeros_like(exact)
+    if direction == "forward":
+        return exact, lo, exact.abs()
+    scale = derivative_scales(x, variant)[index - 1]
+    return exact, lo, torch.maximum(exact.abs(), scale)
+
+
+class Stats:
+    """Running max error (ulps), worst input, and count of correctly rounded results."""
+
+    def __init__(self):
+        self.max_err, self.worst, self.correct, self.count = 0.0, math.nan, 0, 0
+
+    def add(self, x, y, exact, exact_lo, scale, dtype):
+        finite = exact.isfinite() & x.isfinite()
+        x, y, exact, exact_lo, scale = (t[finite] for t in (x, y, exact, exact_lo, scale))
+        err = ((y.double() - exact) - exact_lo).abs() / ulp(scale, dtype)
+        err = torch.where(y.isnan(), torch.full_like(err, math.inf), err)
+        if err.numel():
+            i = int(err.argmax())
+            if err[i].item() > self.max_err:
+                self.max_err, self.worst = err[i].item(), x[i].item()
+        self.correct += int((err <= 0.5).sum())
+        self.count += err.numel()
+        return err
+
+    def row(self):
+        share = 100.0 * self.correct / max(self.count, 1)
+        return self.max_err, self.worst, share
+
+
+# --------------------------------------------------------------------------------------------
+# Runs.
+
+def run_case(device, dtype, variant, direction, exhaustive, plot_data):
+    mine, theirs = Stats(), Stats()
+    chunks = (float32_chunks() if exhaustive and dtype == torch.float32
+              else [sampled_inputs(dtype)])
+    total = (1 << 8) if exhaustive and dtype == torch.float32 else 1
+    start = time.time()
+    for n, x in enumerate(chunks):
+        x = x[x.isfinite()]
+        exact, exact_lo, scale = exact_values(x, variant, direction)
+        xd = x.to(device)
+        y_mine = ours(xd, variant, direction).cpu()
+        y_theirs = baseline(xd, variant, direction).cpu()
+        e_mine = mine.add(x, y_mine, exact, exact_lo, scale, dtype)
+        e_theirs = theirs.add(x, y_theirs, exact, exact_lo, scale, dtype)
+        if plot_data is not None and n == 0:
+            plot_data[(dtype, variant, direction)] = (x, e_mine, e_theirs)
+        if total > 1:
+            done = (n + 1) / total
+            eta = (time.time() - start) / done * (1 - done)
+            print(f"\r  {device} {dtype} {variant} {direction}: {100 * done:5.1f}% "
+                  f"(eta {eta / 60:4.1f} min)", end="", file=sys.stderr, flush=True)
+    if total > 1:
+        print(file=sys.stderr)
+    return mine.row(), theirs.row(), mine.count
+
+
+def validate_reference(n=2000):
+    """Largest relative difference between the float64 torch reference and mpmath, over sampled
+    float32 inputs (binades and the range where the functions vary)."""
+    g = torch.Generator().manual_seed(7)
+    x = torch.cat([binades(torch.float32, 4), torch.randn(n, generator=g) * 8]).double()
+    x = x[(x.abs() < 1e6)]
+    worst = 0.0
+    for variant in VARIANTS:
+        refs = torch_reference(x, variant)
+        for i, v in enumerate(x.tolist()):
+            exact = mp_reference(v, variant)
+            for k in range(3):
+                e, r = float(exact[k]), refs[k][i].item()
+                if e != 0 and abs(e) > 1e-300:
+                    worst = max(worst, abs(r - e) / abs(e))
+    return worst, x.numel()
+
+
+def plot(plot_data, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k in plot_data if k[0] == torch.float32]
+    if not keys:
+        return
+    fig, axes = plt.subplots(len(keys), 1, figsize=(10, 2.6 * len(keys)), squeeze=False)
+    for ax, key in zip(axes[:, 0], keys):
+        x, e_mine, e_theirs = plot_data[key]
+        keep = (x.abs() <= 20)
+        x, e_mine, e_theirs = x[keep].double(), e_mine[keep], e_theirs[keep]
+        bins = torch.linspace(-20, 20, 401, dtype=torch.float64)
+        idx = torch.bucketize(x, bins).clamp(1, 400) - 1
+        for err, label in ((e_theirs, "F.gelu / torch"), (e_mine, "gelu_ext")):
+            worst = torch.zeros(400, dtype=torch.float64).scatter_reduce(
+                0, idx, err.double().clamp_min(1e-3), "amax", include_self=False)
+            ax.semilogy((bins[:-1] + 0.05).numpy(), worst.clamp_min(1e-3).numpy(), label=label)
+        ax.axhline(1.0, color="gray", lw=0.5, ls="--")
+        dtype, variant, direction = key
+        ax.set_title(f"float32 {variant} {direction}: max error per 0.1-wide bin of x", fontsize=9)
+        ax.set_ylabel("ulps")
+        ax.legend(fontsize=8)
+    axes[-1, 0].set_xlabel("x")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", nargs="+", default=None, help="cpu, cuda (default: all)")
+    parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
+    parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
+    parser.add_argument("--directions", nargs="+", default=DIRECTIONS, choices=DIRECTIONS)
+    parser.add_argument("--exhaustive", action="store_true",
+                        help="all 2^32 float32 inputs (in chunks of 2^24, with progress)")
+    parser.add_argument("--out", default=os.path.join(HERE, "results"),
+                        help="folder for accuracy.md and accuracy.png")
+    parser.add_argument("--no-validate", action="store_true",
+                        help="skip validating the float64 reference against mpmath")
+    args = parser.parse_args()
+    devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    os.makedirs(args.out, exist_ok=True)
+
+    lines = [f"# Accuracy: gelu_ext against {'F.gelu'} (errors in ulps of the exact value)", "",
+             f"Command: `python bench/accuracy.py {' '.join(sys.argv[1:])}`  ",
+             f"torch {torch.__version__}, gelu_ext {gelu_ext.__version__}, "
+             f"{time.strftime('%Y-%m-%d')}", ""]
+    if not args.no_validate:
+        worst, n = validate_reference()
+        lines += [f"Reference check: the float64 reference differs from mpmath (50 digits) by at "
+                  f"most {worst:.2e} relative on {n} sampled float32 inputs, f, f' and f''.", ""]
+        print(lines[-2])
+    lines += ["| device | dtype | variant | direction | inputs | gelu_ext max ulp | worst x | "
+              "gelu_ext correctly rounded | baseline max ulp | worst x | "
+              "baseline correctly rounded |", "|" + "---|" * 11]
+    plot_data = {}
+    t0 = time.time()
+    for device in devices:
+        for name in args.dtypes:
+            dtype = DTYPES[name]
+            for variant in args.variants:
+                for direction in args.directions:
+                    (m_err, m_x, m_cr), (t_err, t_x, t_cr), count = run_case(
+                        device, dtype, variant, direction, args.exhaustive, plot_data)
+                    row = (f"| {device} | {name} | {variant} | {direction} | {count:,} | "
+                           f"{m_err:.3f} | {m_x:.6g} | {m_cr:.4f}% | {t_err:.4g} | {t_x:.6g} | "
+                           f"{t_cr:.2f}% |")
+                    lines.append(row)
+                    print(row, flush=True)
+    lines += ["", f"Wall time: {time.time() - t0:.0f} s."]
+    suffix = "_exhaustive" if args.exhaustive else ""
+    md = os.path.join(args.out, f"accuracy{suffix}.md")
+    with open(md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {md}")
+    plot(plot_data, os.path.join(args.out, f"accuracy{suffix}.png"))
+
+
+if __name__ == "__main__":
+    main()
