@@ -32,11 +32,19 @@
 #define GELU_HD __host__ __device__ __forceinline__
 #else
 #include <string.h>
-#define GELU_HD inline
+// Always inlined: the vector kernels rely on the whole computation being one straight block.
+#define GELU_HD inline __attribute__((always_inline))
+#endif
+
+// Each CPU instruction-set variant compiles this header in its own namespace (see cpu/), so that
+// the linker never merges an AVX-512 copy of a function into code for other CPUs.
+#ifndef GELU_ISA
+#define GELU_ISA portable
 #endif
 
 namespace gelu_ext {
 namespace math {
+inline namespace GELU_ISA {
 
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 // tanh form: 0.5 x (1 + tanh u) = x sigmoid(s), s = 2u = x (kTanhS1 + kTanhS3 x^2)
@@ -102,90 +110,130 @@ GELU_HD float round_to_odd_float(double d) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Building blocks in double, for float, float16 and bfloat16 inputs.
+// Float, float16 and bfloat16 inputs: double arithmetic, written once for every lane type V.
+//
+// V is double here and on the GPU; the CPU kernels also instantiate it with SIMD vectors of
+// doubles (cpu/simd_*.h), which provide the same operations: + - *, fma, fabs, comparisons,
+// select(mask, a, b), times_pow2(value, shifted) and float_reciprocal. Every operation is
+// IEEE-rounded, so all lane types give bit-identical results.
+
+GELU_HD double select(bool c, double a, double b) { return c ? a : b; }
+
+// value * 2^k, where shifted = k + 1.5 * 2^52 holds the integer k in [-1022, 0] in the low bits
+// of its significand (see exp_nonpositive).
+GELU_HD double times_pow2(double value, double shifted) {
+  constexpr int64_t kShiftedBits = 0x4338000000000000;  // bits of 1.5 * 2^52
+  return value * double_from_bits((double_bits(shifted) - kShiftedBits + 1023) << 52);
+}
+
+// A float reciprocal, correctly rounded: IEEE division on the CPU, __frcp_rn on the GPU.
+GELU_HD double float_reciprocal(double d) {
+#if defined(__CUDA_ARCH__)
+  return __frcp_rn(__double2float_rn(d));
+#else
+  return 1.0f / static_cast<float>(d);
+#endif
+}
+
+// 1/d for d in [1, 100], to a relative error below 2^-47: the float reciprocal refined by one
+// Newton step. Much cheaper than a double division, and as exactly defined.
+template <class V>
+GELU_HD V reciprocal(V d) {
+  const V y = float_reciprocal(d);
+  return fma(y, fma(-d, y, V(1.0)), y);
+}
 
 // p(x) = c0 + c1 x + c2 x^2 + ... by Horner's rule. The coefficients are arguments, so that they
 // become immediates in the machine code of both the CPU and the GPU.
-GELU_HD double horner(double, double c0) { return c0; }
-template <class... Rest>
-GELU_HD double horner(double x, double c0, Rest... rest) {
-  return fma(horner(x, rest...), x, c0);
+template <class V>
+GELU_HD V horner(V, double c0) {
+  return V(c0);
+}
+template <class V, class... Rest>
+GELU_HD V horner(V x, double c0, Rest... rest) {
+  return fma(horner(x, rest...), x, V(c0));
 }
 
 // exp(a) for a <= 0 with relative error below 2^-34; a below -700 (where exp underflows far below
 // every float result) is taken as -700. a = k ln2 + r, |r| <= ln2/2, exp(a) = 2^k e^r.
-GELU_HD double exp_nonpositive(double a) {
+template <class V>
+GELU_HD V exp_nonpositive(V a) {
   constexpr double kLog2e = 1.4426950408889634074;
   constexpr double kLn2Hi = 0.69314718055994528623;     // ln2 rounded to double
   constexpr double kLn2Lo = 2.3190468138462996154e-17;  // ln2 - kLn2Hi
   constexpr double kRound = 6755399441055744.0;         // 1.5 * 2^52: adding it rounds to integer
-  a = a < -700.0 ? -700.0 : a;
-  const double shifted = fma(a, kLog2e, kRound);  // k sits in the low bits of its significand
-  const double k = shifted - kRound;
-  double r = fma(k, -kLn2Hi, a);  // exact: the result needs fewer than 53 bits
-  r = fma(k, -kLn2Lo, r);
+  a = select(a < V(-700.0), V(-700.0), a);
+  const V shifted = fma(a, V(kLog2e), V(kRound));  // k sits in the low bits of its significand
+  const V k = shifted - V(kRound);
+  V r = fma(k, V(-kLn2Hi), a);  // exact: the result needs fewer than 53 bits
+  r = fma(k, V(-kLn2Lo), r);
   // e^r = 1 + r + r^2 P(r), |r| <= ln2/2: P from tools/fit_polynomials.py, relative error 2^-34.2
-  const double p = horner(r, 0.5000000067645418, 0.1666666586941632, 0.041666295085425645,
-                          0.00833349700462535, 0.0013944649093250619, 0.00019790355770667696);
-  const double er = fma(r * r, p, r) + 1.0;
-  // k in [-1010, 0], so 2^k is a normal double: its exponent field is k + 1023.
-  const int64_t k_int = static_cast<int32_t>(static_cast<uint32_t>(double_bits(shifted)));
-  return er * double_from_bits((k_int + 1023) << 52);
+  const V p = horner(r, 0.5000000067645418, 0.1666666586941632, 0.041666295085425645,
+                     0.00833349700462535, 0.0013944649093250619, 0.00019790355770667696);
+  return times_pow2(fma(r * r, p, r) + V(1.0), shifted);  // k in [-1010, 0]: 2^k is normal
 }
 
 // R(t) = exp(t^2/2) Q(t) for t >= 0 (relative error 2^-33 up to t = 15; beyond, it is only ever
 // multiplied by exp(-t^2/2) < 1e-48 and bounded is enough). R(t) = W(v) / (t + 3.5) with
 // v = (t - 3.5) / (t + 3.5) in [-1, 1): W is smooth and bounded on all of t >= 0, so one polynomial
 // (tools/fit_polynomials.py) covers the whole range.
-GELU_HD double scaled_upper_tail(double t) {
+template <class V>
+GELU_HD V scaled_upper_tail(V t) {
   constexpr double kShift = 3.5;
-  const double inv = 1.0 / (t + kShift);
-  const double w = horner((t - kShift) * inv, 0.7444160754035303, -0.5655618150102053,
-                          0.31542497370539674, -0.11605097584606003, 0.017407743616395886,
-                          0.006476796903324575, -0.0031881870073598075, -0.0004478145289365899,
-                          0.00047194719293442767, 7.236100481745894e-05, -6.387302036649347e-05,
-                          -1.987246833063245e-05);
+  const V inv = reciprocal(t + V(kShift));
+  const V w = horner((t - V(kShift)) * inv, 0.7444160754035303, -0.5655618150102053,
+                     0.31542497370539674, -0.11605097584606003, 0.017407743616395886,
+                     0.006476796903324575, -0.0031881870073598075, -0.0004478145289365899,
+                     0.00047194719293442767, 7.236100481745894e-05, -6.387302036649347e-05,
+                     -1.987246833063245e-05);
   return w * inv;
 }
 
-GELU_HD double clamp_magnitude(double x, double limit) {
-  return x > limit ? limit : (x < -limit ? -limit : x);  // NaN passes through
+template <class V>
+GELU_HD V clamp_magnitude(V x, double limit) {
+  return select(x > V(limit), V(limit), select(x < V(-limit), V(-limit), x));  // NaN stays
 }
 
 // The value at x, or its limit at -inf / +inf beyond |x| = kSaturation (NaN passes through).
-GELU_HD double saturate(double x, double value, double at_minus_inf, double at_plus_inf) {
-  return x > kSaturation ? at_plus_inf : (x < -kSaturation ? at_minus_inf : value);
+template <class V>
+GELU_HD V saturate(V x, V value, V at_minus_inf, V at_plus_inf) {
+  return select(x > V(kSaturation), at_plus_inf, select(x < V(-kSaturation), at_minus_inf, value));
 }
 
 // ---------------------------------------------------------------------------------------------
 // exact: f = x Phi(x), f' = Phi(x) + x phi(x), f'' = phi(x) (2 - x^2)
 
 // Gaussian factor E = exp(-x^2/2) and Mills-ratio factor R(|x|), so that Q(|x|) = E R.
+template <class V>
 struct Tail {
-  double x, t, e, r;
+  V x, t, e, r;
 };
-GELU_HD Tail tail(double x) {
-  const double xc = clamp_magnitude(x, kSaturation), t = fabs(xc);
-  return Tail{xc, t, exp_nonpositive(-0.5 * t * t), scaled_upper_tail(t)};
+template <class V>
+GELU_HD Tail<V> tail(V x) {
+  const V xc = clamp_magnitude(x, kSaturation), t = fabs(xc);
+  return Tail<V>{xc, t, exp_nonpositive(V(-0.5) * t * t), scaled_upper_tail(t)};
 }
 
-GELU_HD double exact_forward(double x) {
-  const Tail q = tail(x);
-  const double upper = q.e * q.r;  // Q(t)
-  const double cdf = q.x < 0 ? upper : 1.0 - upper;
-  return saturate(x, q.x * cdf, -0.0, x);
+template <class V>
+GELU_HD V exact_forward(V x) {
+  const Tail<V> q = tail(x);
+  const V upper = q.e * q.r;  // Q(t)
+  const V cdf = select(q.x < V(0.0), upper, V(1.0) - upper);
+  return saturate(x, q.x * cdf, V(-0.0), x);
 }
 
 // For x < 0, f' = Q(t) - t phi(t) = E (R - t/sqrt(2pi)); for x > 0, f' = 1 - that.
-GELU_HD double exact_derivative(double x) {
-  const Tail q = tail(x);
-  const double lower_part = q.e * (q.r - q.t * kInvSqrt2Pi);
-  return saturate(x, q.x < 0 ? lower_part : 1.0 - lower_part, 0.0, 1.0);
+template <class V>
+GELU_HD V exact_derivative(V x) {
+  const Tail<V> q = tail(x);
+  const V lower_part = q.e * (q.r - q.t * V(kInvSqrt2Pi));
+  return saturate(x, select(q.x < V(0.0), lower_part, V(1.0) - lower_part), V(0.0), V(1.0));
 }
 
-GELU_HD double exact_second_derivative(double x) {
-  const Tail q = tail(x);
-  return saturate(x, q.e * kInvSqrt2Pi * (2.0 - q.t * q.t), 0.0, 0.0);
+template <class V>
+GELU_HD V exact_second_derivative(V x) {
+  const Tail<V> q = tail(x);
+  return saturate(x, q.e * V(kInvSqrt2Pi) * (V(2.0) - q.t * q.t), V(0.0), V(0.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -193,52 +241,54 @@ GELU_HD double exact_second_derivative(double x) {
 //   f'  = p + x s' p q
 //   f'' = p q (2 s' + x ((q - p) s'^2 + s''))
 
+template <class V>
 struct Gate {
-  double x;           // x, clamped to +-kSaturation
-  double s, ds, d2s;  // s(x), s'(x), s''(x)
-  double p, q, pq;    // sigmoid(s), sigmoid(-s), their product
+  V x;           // x, clamped to +-kSaturation
+  V s, ds, d2s;  // s(x), s'(x), s''(x)
+  V p, q, pq;    // sigmoid(s), sigmoid(-s), their product
 };
 
-template <Approximate A>
-GELU_HD Gate gate(double x) {
-  Gate g;
+template <Approximate A, class V>
+GELU_HD Gate<V> gate(V x) {
+  Gate<V> g;
   g.x = clamp_magnitude(x, kSaturation);
   if (A == Approximate::kTanh) {
-    const double x2 = g.x * g.x;
-    g.s = g.x * fma(kTanhS3, x2, kTanhS1);
-    g.ds = fma(3.0 * kTanhS3, x2, kTanhS1);
-    g.d2s = 6.0 * kTanhS3 * g.x;
+    const V x2 = g.x * g.x;
+    g.s = g.x * fma(V(kTanhS3), x2, V(kTanhS1));
+    g.ds = fma(V(3.0 * kTanhS3), x2, V(kTanhS1));
+    g.d2s = V(6.0 * kTanhS3) * g.x;
   } else {
-    g.s = kSigmoidScale * g.x;
-    g.ds = kSigmoidScale;
-    g.d2s = 0.0;
+    g.s = V(kSigmoidScale) * g.x;
+    g.ds = V(kSigmoidScale);
+    g.d2s = V(0.0);
   }
-  const double e = exp_nonpositive(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
-  const double inv = 1.0 / (1.0 + e);
-  const double small = e * inv;
-  g.p = g.s >= 0 ? inv : small;
-  g.q = g.s >= 0 ? small : inv;
+  const V e = exp_nonpositive(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
+  const V inv = reciprocal(V(1.0) + e);
+  const V small = e * inv;
+  const auto nonnegative = g.s >= V(0.0);
+  g.p = select(nonnegative, inv, small);
+  g.q = select(nonnegative, small, inv);
   g.pq = small * inv;
   return g;
 }
 
-template <Approximate A>
-GELU_HD double gate_forward(double x) {
-  const Gate g = gate<A>(x);
-  return saturate(x, g.x * g.p, -0.0, x);
+template <Approximate A, class V>
+GELU_HD V gate_forward(V x) {
+  const Gate<V> g = gate<A>(x);
+  return saturate(x, g.x * g.p, V(-0.0), x);
 }
 
-template <Approximate A>
-GELU_HD double gate_derivative(double x) {
-  const Gate g = gate<A>(x);
-  return saturate(x, fma(g.x * g.ds, g.pq, g.p), 0.0, 1.0);
+template <Approximate A, class V>
+GELU_HD V gate_derivative(V x) {
+  const Gate<V> g = gate<A>(x);
+  return saturate(x, fma(g.x * g.ds, g.pq, g.p), V(0.0), V(1.0));
 }
 
-template <Approximate A>
-GELU_HD double gate_second_derivative(double x) {
-  const Gate g = gate<A>(x);
-  const double inner = fma((g.q - g.p) * g.ds, g.ds, g.d2s);
-  return saturate(x, g.pq * fma(g.x, inner, 2.0 * g.ds), 0.0, 0.0);
+template <Approximate A, class V>
+GELU_HD V gate_second_derivative(V x) {
+  const Gate<V> g = gate<A>(x);
+  const V inner = fma((g.q - g.p) * g.ds, g.ds, g.d2s);
+  return saturate(x, g.pq * fma(g.x, inner, V(2.0) * g.ds), V(0.0), V(0.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,29 +563,29 @@ GELU_HD double second_derivative_f64(double x) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dispatch on the variant and on the input precision (kFloat64: float64 inputs).
+// Dispatch on the variant and on the input precision (kFloat64: float64 inputs, V = double).
 
-template <Approximate A, bool kFloat64>
-GELU_HD double forward(double x) {
-  if (kFloat64) return forward_f64<A>(x);
-  return A == Approximate::kNone ? exact_forward(x) : gate_forward<A>(x);
+template <Approximate A, bool kFloat64, class V>
+GELU_HD V forward(V x) {
+  if constexpr (kFloat64) return forward_f64<A>(x);
+  else return A == Approximate::kNone ? exact_forward(x) : gate_forward<A>(x);
 }
 
-template <Approximate A, bool kFloat64>
-GELU_HD double derivative(double x) {
-  if (kFloat64) return derivative_f64<A>(x);
-  return A == Approximate::kNone ? exact_derivative(x) : gate_derivative<A>(x);
+template <Approximate A, bool kFloat64, class V>
+GELU_HD V derivative(V x) {
+  if constexpr (kFloat64) return derivative_f64<A>(x);
+  else return A == Approximate::kNone ? exact_derivative(x) : gate_derivative<A>(x);
 }
 
-template <Approximate A, bool kFloat64>
-GELU_HD double second_derivative(double x) {
-  if (kFloat64) return second_derivative_f64<A>(x);
-  return A == Approximate::kNone ? exact_second_derivative(x) : gate_second_derivative<A>(x);
+template <Approximate A, bool kFloat64, class V>
+GELU_HD V second_derivative(V x) {
+  if constexpr (kFloat64) return second_derivative_f64<A>(x);
+  else return A == Approximate::kNone ? exact_second_derivative(x) : gate_second_derivative<A>(x);
 }
 
 // ---------------------------------------------------------------------------------------------
-// What each elementwise pass computes from its operands (see Pass in kernels.h), in double:
-// inputs and outputs in the order TensorIterator lists them.
+// What each elementwise pass computes from its operands (see Pass in kernels.h): inputs and
+// outputs in the order TensorIterator lists them, as lanes of doubles.
 
 template <Pass P, Approximate A, bool kFloat64>
 struct PassMath;
@@ -543,7 +593,8 @@ struct PassMath;
 template <Approximate A, bool kFloat64>
 struct PassMath<Pass::kForward, A, kFloat64> {
   static constexpr int kInputs = 1, kOutputs = 1;
-  GELU_HD static void apply(const double* in, double* out) {
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
     out[0] = forward<A, kFloat64>(in[0]);
   }
 };
@@ -551,7 +602,8 @@ struct PassMath<Pass::kForward, A, kFloat64> {
 template <Approximate A, bool kFloat64>
 struct PassMath<Pass::kBackward, A, kFloat64> {
   static constexpr int kInputs = 2, kOutputs = 1;  // in: grad, x
-  GELU_HD static void apply(const double* in, double* out) {
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
     out[0] = in[0] * derivative<A, kFloat64>(in[1]);
   }
 };
@@ -559,11 +611,13 @@ struct PassMath<Pass::kBackward, A, kFloat64> {
 template <Approximate A, bool kFloat64>
 struct PassMath<Pass::kDoubleBackward, A, kFloat64> {
   static constexpr int kInputs = 3, kOutputs = 2;  // in: gg, grad, x; out: ggrad, gx
-  GELU_HD static void apply(const double* in, double* out) {
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
     out[0] = in[0] * derivative<A, kFloat64>(in[2]);
     out[1] = in[0] * in[1] * second_derivative<A, kFloat64>(in[2]);
   }
 };
 
+}  // namespace GELU_ISA
 }  // namespace math
 }  // namespace gelu_ext

@@ -33,6 +33,8 @@ namespace cpu {
 // the inner dimension, then num_operands of the outer one.
 void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
               const int64_t* strides, int64_t size0, int64_t size1);
+// The instruction set of the kernels run_loop uses on this CPU: "avx512", "avx2" or "portable".
+const char* isa();
 }  // namespace cpu
 
 }  // namespace gelu_ext

@@ -120,6 +120,8 @@ TORCH_LIBRARY(gelu_ext, m) {
   //                                 grad_grad_input * grad_output * gelu''(input)).
   m.def("gelu_double_backward(Tensor grad_grad_input, Tensor grad_output, Tensor input, "
         "str approximate=\"none\") -> (Tensor, Tensor)");
+  // The instruction set of the CPU kernels chosen for this machine, for reports.
+  m.def("_cpu_isa() -> str", []() { return std::string(cpu::isa()); });
 }
 
 TORCH_LIBRARY_IMPL(gelu_ext, CPU, m) {

@@ -105,7 +105,7 @@ def main(argv=None):
     print(f"backends compiled in: {', '.join(backends())}")
     gpu = torch.cuda.is_available()
     print(f"GPU visible: {torch.cuda.get_device_name() if gpu else 'no'}")
-    print(f"CPU threads: {torch.get_num_threads()}")
+    print(f"CPU kernels: {torch.ops.gelu_ext._cpu_isa()}, {torch.get_num_threads()} threads")
 
     devices = ["cpu"] + (["cuda"] if gpu and "CUDA" in " ".join(backends()) else [])
     ok = True

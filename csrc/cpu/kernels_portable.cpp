@@ -1,0 +1,39 @@
+// CPU kernels for any CPU: one double at a time, in the same arithmetic as the vector kernels
+// and the GPU, so all of them give bit-identical results.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#define GELU_ISA portable
+#include "loops.h"
+
+namespace gelu_ext {
+namespace cpu {
+namespace portable {
+
+struct Lanes {
+  using V = double;
+  static constexpr int kWidth = 1;
+
+  static double load(const double* p) { return *p; }
+  static double load(const float* p) { return *p; }
+  static double load(const Float16* p) { return c10::detail::fp16_ieee_to_fp32_value(p->bits); }
+  static double load(const BFloat16* p) { return c10::detail::f32_from_bits(p->bits); }
+
+  static void store(double* p, double v) { *p = v; }
+  static void store(float* p, double v) { *p = static_cast<float>(v); }
+  static void store(Float16* p, double v) {
+    p->bits = c10::detail::fp16_ieee_from_fp32_value(math::round_to_odd_float(v));
+  }
+  static void store(BFloat16* p, double v) {
+    p->bits = c10::detail::round_to_nearest_even(math::round_to_odd_float(v));
+  }
+};
+
+void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
+              const int64_t* strides, int64_t size0, int64_t size1) {
+  run<Lanes>(pass, approximate, dtype, data, strides, size0, size1);
+}
+
+}  // namespace portable
+}  // namespace cpu
+}  // namespace gelu_ext

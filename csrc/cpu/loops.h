@@ -1,0 +1,131 @@
+// The CPU loops, written once for every lane type: each kernels_<isa>.cpp includes this after
+// its lanes (a struct with V, kWidth, load and store) and its target pragma. A TensorIterator block
+// is run through one contiguous vector loop: strided operands are gathered into small contiguous
+// buffers first, and the last partial vector goes through a padded buffer, so every element takes
+// the same code path and results never depend on layout or position.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../gelu_math.h"
+#include "../kernels.h"
+#include "storage.h"
+
+namespace gelu_ext {
+namespace cpu {
+namespace GELU_ISA {
+
+template <class L, Pass P, Approximate A, class T>
+struct Kernel {
+  static constexpr bool kFloat64 = std::is_same<T, double>::value;
+  using M = math::PassMath<P, A, kFloat64>;
+  static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
+  // float64 runs double-double scalar code; the other types run double lanes.
+  static constexpr int kWidth = kFloat64 ? 1 : L::kWidth;
+
+  __attribute__((always_inline)) static void vector(char* const* p, int64_t i) {
+    if constexpr (kFloat64) {
+      double in[kIn], out[kOut];
+      for (int k = 0; k < kIn; ++k) in[k] = reinterpret_cast<const double*>(p[kOut + k])[i];
+      M::apply(in, out);
+      for (int k = 0; k < kOut; ++k) reinterpret_cast<double*>(p[k])[i] = out[k];
+    } else {
+      typename L::V in[kIn], out[kOut];
+      for (int k = 0; k < kIn; ++k) in[k] = L::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
+      M::apply(in, out);
+      for (int k = 0; k < kOut; ++k) L::store(reinterpret_cast<T*>(p[k]) + i, out[k]);
+    }
+  }
+
+  // n elements of each operand, contiguous. Two vectors per step give the core two independent
+  // dependency chains to interleave.
+  static void contiguous(char* const* p, int64_t n) {
+    int64_t i = 0;
+    for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
+      vector(p, i);
+      vector(p, i + kWidth);
+    }
+    for (; i + kWidth <= n; i += kWidth) vector(p, i);
+    if (i == n) return;
+    T pad[kOperands][kWidth] = {};
+    char* padded[kOperands];
+    const int64_t rest = n - i;
+    for (int k = 0; k < kOperands; ++k) {
+      padded[k] = reinterpret_cast<char*>(pad[k]);
+      if (k >= kOut) std::memcpy(pad[k], p[k] + i * sizeof(T), rest * sizeof(T));
+    }
+    vector(padded, 0);
+    for (int k = 0; k < kOut; ++k) std::memcpy(p[k] + i * sizeof(T), pad[k], rest * sizeof(T));
+  }
+
+  // One TensorIterator block: size0 elements with byte strides strides[0..kOperands), repeated
+  // size1 times with strides[kOperands..2 kOperands).
+  static void block(char** data, const int64_t* strides, int64_t size0, int64_t size1) {
+    constexpr int64_t kChunk = 256;
+    char* p[kOperands];
+    bool contiguous_rows = true;
+    for (int k = 0; k < kOperands; ++k) contiguous_rows &= strides[k] == sizeof(T);
+    for (int64_t j = 0; j < size1; ++j) {
+      for (int k = 0; k < kOperands; ++k) p[k] = data[k] + j * strides[kOperands + k];
+      if (contiguous_rows) {
+        contiguous(p, size0);
+        continue;
+      }
+      T buffer[kOperands][kChunk];
+      char* b[kOperands];
+      for (int k = 0; k < kOperands; ++k) b[k] = reinterpret_cast<char*>(buffer[k]);
+      for (int64_t start = 0; start < size0; start += kChunk) {
+        const int64_t n = size0 - start < kChunk ? size0 - start : kChunk;
+        for (int k = kOut; k < kOperands; ++k)
+          for (int64_t e = 0; e < n; ++e)
+            std::memcpy(&buffer[k][e], p[k] + (start + e) * strides[k], sizeof(T));
+        contiguous(b, n);
+        for (int k = 0; k < kOut; ++k)
+          for (int64_t e = 0; e < n; ++e)
+            std::memcpy(p[k] + (start + e) * strides[k], &buffer[k][e], sizeof(T));
+      }
+    }
+  }
+};
+
+template <class L, Approximate A, class T>
+void run_typed(Pass pass, char** data, const int64_t* strides, int64_t size0, int64_t size1) {
+  switch (pass) {
+    case Pass::kForward:
+      return Kernel<L, Pass::kForward, A, T>::block(data, strides, size0, size1);
+    case Pass::kBackward:
+      return Kernel<L, Pass::kBackward, A, T>::block(data, strides, size0, size1);
+    case Pass::kDoubleBackward:
+      return Kernel<L, Pass::kDoubleBackward, A, T>::block(data, strides, size0, size1);
+  }
+}
+
+template <class L, Approximate A>
+void run_variant(Pass pass, DType dtype, char** data, const int64_t* strides, int64_t size0,
+                 int64_t size1) {
+  switch (dtype) {
+    case DType::kFloat32: return run_typed<L, A, float>(pass, data, strides, size0, size1);
+    case DType::kFloat64: return run_typed<L, A, double>(pass, data, strides, size0, size1);
+    case DType::kFloat16: return run_typed<L, A, Float16>(pass, data, strides, size0, size1);
+    case DType::kBFloat16: return run_typed<L, A, BFloat16>(pass, data, strides, size0, size1);
+  }
+}
+
+template <class L>
+void run(Pass pass, Approximate approximate, DType dtype, char** data, const int64_t* strides,
+         int64_t size0, int64_t size1) {
+  switch (approximate) {
+    case Approximate::kNone:
+      return run_variant<L, Approximate::kNone>(pass, dtype, data, strides, size0, size1);
+    case Approximate::kTanh:
+      return run_variant<L, Approximate::kTanh>(pass, dtype, data, strides, size0, size1);
+    case Approximate::kSigmoid:
+      return run_variant<L, Approximate::kSigmoid>(pass, dtype, data, strides, size0, size1);
+  }
+}
+
+}  // namespace GELU_ISA
+}  // namespace cpu
+}  // namespace gelu_ext

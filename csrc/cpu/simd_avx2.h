@@ -1,0 +1,106 @@
+// AVX2 + FMA lanes for gelu_math.h: 4 doubles, and conversions from and to the storage types.
+// Included only by kernels_avx2.cpp, under its AVX2 target pragma.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "storage.h"
+
+#define GELU_SIMD inline __attribute__((always_inline))
+
+namespace gelu_ext {
+namespace cpu {
+namespace avx2 {
+
+struct Mask {
+  __m256d m;  // all ones where true
+};
+
+struct Vec {
+  __m256d v;
+  Vec() = default;
+  Vec(double d) : v(_mm256_set1_pd(d)) {}  // NOLINT: constants broadcast implicitly
+  explicit Vec(__m256d x) : v(x) {}
+};
+
+GELU_SIMD Vec operator+(Vec a, Vec b) { return Vec(_mm256_add_pd(a.v, b.v)); }
+GELU_SIMD Vec operator-(Vec a, Vec b) { return Vec(_mm256_sub_pd(a.v, b.v)); }
+GELU_SIMD Vec operator*(Vec a, Vec b) { return Vec(_mm256_mul_pd(a.v, b.v)); }
+GELU_SIMD Vec operator/(Vec a, Vec b) { return Vec(_mm256_div_pd(a.v, b.v)); }
+GELU_SIMD Vec operator-(Vec a) { return Vec(_mm256_xor_pd(a.v, _mm256_set1_pd(-0.0))); }
+GELU_SIMD Vec fma(Vec a, Vec b, Vec c) { return Vec(_mm256_fmadd_pd(a.v, b.v, c.v)); }
+GELU_SIMD Vec fabs(Vec a) { return Vec(_mm256_andnot_pd(_mm256_set1_pd(-0.0), a.v)); }
+// Ordered comparisons: false where either side is NaN, like the scalar operators.
+GELU_SIMD Mask operator<(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_LT_OQ)}; }
+GELU_SIMD Mask operator>(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_GT_OQ)}; }
+GELU_SIMD Mask operator>=(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_GE_OQ)}; }
+GELU_SIMD Vec select(Mask c, Vec a, Vec b) { return Vec(_mm256_blendv_pd(b.v, a.v, c.m)); }
+
+// gelu_math.h's float_reciprocal: the float nearest to 1/d, for every lane.
+GELU_SIMD Vec float_reciprocal(Vec d) {
+  return Vec(_mm256_cvtps_pd(_mm_div_ps(_mm_set1_ps(1.0f), _mm256_cvtpd_ps(d.v))));
+}
+
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see gelu_math.h).
+GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
+  const __m256i k = _mm256_sub_epi64(_mm256_castpd_si256(shifted.v),
+                                     _mm256_set1_epi64x(0x4338000000000000 - 1023));
+  return Vec(_mm256_mul_pd(value.v, _mm256_castsi256_pd(_mm256_slli_epi64(k, 52))));
+}
+
+struct Lanes {
+  using V = Vec;
+  static constexpr int kWidth = 4;
+
+  GELU_SIMD static Vec load(const double* p) { return Vec(_mm256_loadu_pd(p)); }
+  GELU_SIMD static Vec load(const float* p) { return Vec(_mm256_cvtps_pd(_mm_loadu_ps(p))); }
+  GELU_SIMD static Vec load(const Float16* p) {
+    return Vec(_mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+  }
+  GELU_SIMD static Vec load(const BFloat16* p) {
+    const __m128i wide = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return Vec(_mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32(wide, 16))));
+  }
+
+  GELU_SIMD static void store(double* p, Vec v) { _mm256_storeu_pd(p, v.v); }
+  GELU_SIMD static void store(float* p, Vec v) { _mm_storeu_ps(p, _mm256_cvtpd_ps(v.v)); }
+  GELU_SIMD static void store(Float16* p, Vec v) {
+    const __m128i h = _mm_cvtps_ph(round_to_odd(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), h);
+  }
+  GELU_SIMD static void store(BFloat16* p, Vec v) {
+    // Round to nearest even in the top 16 bits of the float; NaN becomes 0x7FC0.
+    const __m128 f = round_to_odd(v);
+    const __m128i u = _mm_castps_si128(f);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+    __m128i r = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, lsb), _mm_set1_epi32(0x7FFF)), 16);
+    const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(f, f));
+    r = _mm_blendv_epi8(r, _mm_set1_epi32(0x7FC0), nan);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(r, r));
+  }
+
+  // gelu_math.h's round_to_odd_float, 4 at a time: the nearest float, one step toward zero if it
+  // rounded away from zero, then the last bit set if inexact.
+  GELU_SIMD static __m128 round_to_odd(Vec v) {
+    const __m128 nearest = _mm256_cvtpd_ps(v.v);
+    const __m256d back = _mm256_cvtps_pd(nearest);
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m128i away = down(_mm256_cmp_pd(_mm256_andnot_pd(sign, back), _mm256_andnot_pd(sign, v.v), _CMP_GT_OQ));
+    const __m128i inexact = down(_mm256_cmp_pd(back, v.v, _CMP_NEQ_OQ));
+    __m128i bits = _mm_add_epi32(_mm_castps_si128(nearest), away);  // away is -1 where set
+    bits = _mm_or_si128(bits, _mm_and_si128(inexact, _mm_set1_epi32(1)));
+    return _mm_castsi128_ps(bits);
+  }
+  // 4 x 64-bit all-ones/zero masks to 4 x 32-bit ones: the low half of each lane.
+  GELU_SIMD static __m128i down(__m256d mask) {
+    const __m256 m = _mm256_castpd_ps(mask);
+    return _mm_castps_si128(_mm_shuffle_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1),
+                                           _MM_SHUFFLE(2, 0, 2, 0)));
+  }
+};
+
+}  // namespace avx2
+}  // namespace cpu
+}  // namespace gelu_ext

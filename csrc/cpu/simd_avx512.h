@@ -1,0 +1,94 @@
+// AVX-512 lanes for gelu_math.h: 8 doubles, and conversions from and to the storage types.
+// Included only by kernels_avx512.cpp, under its AVX-512 target pragma.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "storage.h"
+
+#define GELU_SIMD inline __attribute__((always_inline))
+
+namespace gelu_ext {
+namespace cpu {
+namespace avx512 {
+
+struct Mask {
+  __mmask8 m;
+};
+
+struct Vec {
+  __m512d v;
+  Vec() = default;
+  Vec(double d) : v(_mm512_set1_pd(d)) {}  // NOLINT: constants broadcast implicitly
+  explicit Vec(__m512d x) : v(x) {}
+};
+
+GELU_SIMD Vec operator+(Vec a, Vec b) { return Vec(_mm512_add_pd(a.v, b.v)); }
+GELU_SIMD Vec operator-(Vec a, Vec b) { return Vec(_mm512_sub_pd(a.v, b.v)); }
+GELU_SIMD Vec operator*(Vec a, Vec b) { return Vec(_mm512_mul_pd(a.v, b.v)); }
+GELU_SIMD Vec operator/(Vec a, Vec b) { return Vec(_mm512_div_pd(a.v, b.v)); }
+GELU_SIMD Vec operator-(Vec a) { return Vec(_mm512_xor_pd(a.v, _mm512_set1_pd(-0.0))); }
+GELU_SIMD Vec fma(Vec a, Vec b, Vec c) { return Vec(_mm512_fmadd_pd(a.v, b.v, c.v)); }
+GELU_SIMD Vec fabs(Vec a) { return Vec(_mm512_abs_pd(a.v)); }
+// Ordered comparisons: false where either side is NaN, like the scalar operators.
+GELU_SIMD Mask operator<(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_LT_OQ)}; }
+GELU_SIMD Mask operator>(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_GT_OQ)}; }
+GELU_SIMD Mask operator>=(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_GE_OQ)}; }
+GELU_SIMD Vec select(Mask c, Vec a, Vec b) { return Vec(_mm512_mask_blend_pd(c.m, b.v, a.v)); }
+
+// gelu_math.h's float_reciprocal: the float nearest to 1/d, for every lane.
+GELU_SIMD Vec float_reciprocal(Vec d) {
+  return Vec(_mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm512_cvtpd_ps(d.v))));
+}
+
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see gelu_math.h).
+GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
+  const __m512i k = _mm512_sub_epi64(_mm512_castpd_si512(shifted.v),
+                                     _mm512_set1_epi64(0x4338000000000000 - 1023));
+  return Vec(_mm512_mul_pd(value.v, _mm512_castsi512_pd(_mm512_slli_epi64(k, 52))));
+}
+
+struct Lanes {
+  using V = Vec;
+  static constexpr int kWidth = 8;
+
+  GELU_SIMD static Vec load(const double* p) { return Vec(_mm512_loadu_pd(p)); }
+  GELU_SIMD static Vec load(const float* p) { return Vec(_mm512_cvtps_pd(_mm256_loadu_ps(p))); }
+  GELU_SIMD static Vec load(const Float16* p) {
+    return Vec(_mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
+  }
+  GELU_SIMD static Vec load(const BFloat16* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return Vec(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))));
+  }
+
+  GELU_SIMD static void store(double* p, Vec v) { _mm512_storeu_pd(p, v.v); }
+  GELU_SIMD static void store(float* p, Vec v) { _mm256_storeu_ps(p, _mm512_cvtpd_ps(v.v)); }
+  GELU_SIMD static void store(Float16* p, Vec v) {
+    const __m128i h = _mm256_cvtps_ph(round_to_odd(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h);
+  }
+  GELU_SIMD static void store(BFloat16* p, Vec v) {
+    // Round to nearest even in the top 16 bits of the float; NaN becomes 0x7FC0.
+    const __m256 f = round_to_odd(v);
+    const __m256i u = _mm256_castps_si256(f);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, lsb), _mm256_set1_epi32(0x7FFF)), 16);
+    r = _mm256_mask_mov_epi32(r, _mm256_cmp_ps_mask(f, f, _CMP_UNORD_Q), _mm256_set1_epi32(0x7FC0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtepi32_epi16(r));
+  }
+
+  // gelu_math.h's round_to_odd_float, 8 at a time: toward zero, then the last bit set if inexact.
+  GELU_SIMD static __m256 round_to_odd(Vec v) {
+    const __m256 toward_zero = _mm512_cvt_roundpd_ps(v.v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(toward_zero), v.v, _CMP_NEQ_OQ);
+    const __m256i bits = _mm256_castps_si256(toward_zero);
+    return _mm256_castsi256_ps(_mm256_mask_or_epi32(bits, inexact, bits, _mm256_set1_epi32(1)));
+  }
+};
+
+}  // namespace avx512
+}  // namespace cpu
+}  // namespace gelu_ext
