@@ -1,0 +1,279 @@
+"""Speed of gelu_ext against F.gelu eager and torch.compile, side by side in one process.
+
+For each device, pass (forward, backward, forward+backward), variant, dtype and size it reports
+the median time, the achieved bandwidth, that bandwidth as a share of the copy bandwidth measured
+in the same run, and the speed-up of gelu_ext over each baseline.
+
+- Baselines: F.gelu eager and torch.compile(F.gelu) for "none" and "tanh"; for "sigmoid", the
+  composite x * torch.sigmoid(1.702 x), eager and compiled.
+- Passes, as training uses them: forward is f(x) on a tensor without grad; backward is
+  torch.autograd.grad of a retained graph (so gelu_ext runs gelu_backward, the baselines their
+  own backward kernels); forward+backward builds the graph and differentiates it.
+- Bandwidth counts the fewest bytes that must move: forward reads x and writes y; backward reads
+  x and grad and writes dx; forward+backward is the sum. The copy bandwidth is that of
+  y.copy_(x) on a large tensor, bytes read plus bytes written.
+- Method: warm-up, then repeated calls timed one by one (host clock on the CPU, CUDA events on
+  the GPU), medians reported. Inputs rotate among enough buffers to exceed --rotate-mb, so that
+  caches do not flatter small sizes.
+
+    python bench/bench.py --quick                 # a short run
+    python bench/bench.py --device cpu --dtypes float32 bfloat16 --sizes 22 24
+Writes bench/results/bench_<device>.{md,csv,png}.
+"""
+
+import argparse
+import csv
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import gelu_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+          "float64": torch.float64}
+VARIANTS = ["none", "tanh", "sigmoid"]
+PASSES = ["forward", "backward", "forward+backward"]
+BYTES_PER_ELEMENT_MOVED = {"forward": 2, "backward": 3, "forward+backward": 5}
+TRANSFORMER_SHAPES = [(8192, 3072)]
+
+
+def baseline_eager(variant):
+    if variant == "sigmoid":
+        return lambda x: x * torch.sigmoid(1.702 * x)
+    return lambda x: F.gelu(x, approximate=variant)
+
+
+def implementations(variant):
+    """name -> function of x computing the forward pass."""
+    torch._dynamo.config.cache_size_limit = 1024
+    return {
+        "gelu_ext": lambda x: gelu_ext.gelu(x, variant),
+        "eager": baseline_eager(variant),
+        "compile": torch.compile(baseline_eager(variant)),
+    }
+
+
+class Timer:
+    def __init__(self, device):
+        self.device = device
+
+    def median(self, fn, inputs, min_reps=7, max_reps=60, budget_s=0.6):
+        """Median seconds of fn(inputs[i]) over rotating inputs, after warm-up."""
+        for i in range(3):
+            fn(inputs[i % len(inputs)])
+        self.sync()
+        times = []
+        start = time.perf_counter()
+        i = 0
+        while len(times) < min_reps or (len(times) < max_reps and
+                                        time.perf_counter() - start < budget_s):
+            arg = inputs[i % len(inputs)]
+            i += 1
+            if self.device == "cuda":
+                begin = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                begin.record()
+                fn(arg)
+                end.record()
+                end.synchronize()
+                times.append(begin.elapsed_time(end) * 1e-3)
+            else:
+                t0 = time.perf_counter()
+                fn(arg)
+                times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    def sync(self):
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+
+def copy_bandwidth(device, timer, nbytes=1 << 28):
+    x = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_()
+    y = torch.empty_like(x)
+    t = timer.median(lambda a: y.copy_(a), [x], min_reps=5, max_reps=20)
+    return 2 * nbytes / t
+
+
+def make_inputs(shape, dtype, device, rotate_bytes, grad):
+    numel = math.prod(shape)
+    per_set = numel * torch.finfo(dtype).bits // 8 * (2 if grad else 1)
+    count = max(1, min(64, rotate_bytes // max(per_set, 1)))
+    g = torch.Generator(device=device).manual_seed(0)
+    sets = []
+    for _ in range(count):
+        x = (torch.randn(shape, generator=g, device=device) * 2).to(dtype)
+        sets.append((x, torch.randn(shape, generator=g, device=device).to(dtype) if grad else None))
+    return sets
+
+
+def timed_call(pass_name, fn):
+    """A function of an input set that runs one pass of fn."""
+    if pass_name == "forward":
+        return lambda s: fn(s[0])
+    if pass_name == "forward+backward":
+        def forward_backward(s):
+            x = s[0].requires_grad_()
+            return torch.autograd.grad(fn(x), x, s[1])
+        return forward_backward
+    raise ValueError(pass_name)
+
+
+def time_backward(timer, fn, sets):
+    """Backward alone: autograd.grad through graphs built once, kept with retain_graph."""
+    graphs = []
+    for x, g in sets:
+        x = x.detach().requires_grad_()
+        graphs.append((fn(x), x, g))
+    return timer.median(lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True), graphs)
+
+
+def run(args):
+    device = args.device
+    timer = Timer(device)
+    rows = []
+    copy_bw = copy_bandwidth(device, timer)
+    shapes = [(1 << s,) for s in args.sizes] + ([] if args.quick else TRANSFORMER_SHAPES)
+    cases = [(p, v, d, s) for p in args.passes for v in args.variants for d in args.dtypes
+             for s in shapes]
+    print(f"# {device}: copy bandwidth {copy_bw / 1e9:.1f} GB/s; "
+          f"{len(cases)} cases", file=sys.stderr)
+    header = (f"{'pass':<17}{'variant':<8}{'dtype':<9}{'shape':>13}{'gelu_ext':>10}{'eager':>10}"
+              f"{'compile':>10}{'GB/s':>8}{'%copy':>7}{'vs eager':>9}{'vs compile':>11}")
+    print(header)
+    for n, (pass_name, variant, dtype_name, shape) in enumerate(cases, 1):
+        dtype = DTYPES[dtype_name]
+        sets = make_inputs(shape, dtype, device, args.rotate_mb << 20,
+                           grad=pass_name != "forward")
+        times = {}
+        for name, fn in implementations(variant).items():
+            if pass_name == "backward":
+                times[name] = time_backward(timer, fn, sets)
+            else:
+                times[name] = timer.median(timed_call(pass_name, fn), sets)
+        numel = math.prod(shape)
+        moved = BYTES_PER_ELEMENT_MOVED[pass_name] * numel * torch.finfo(dtype).bits // 8
+        bw = moved / times["gelu_ext"]
+        row = dict(device=device, pass_=pass_name, variant=variant, dtype=dtype_name,
+                   shape="x".join(map(str, shape)), numel=numel,
+                   gelu_ext_ms=times["gelu_ext"] * 1e3, eager_ms=times["eager"] * 1e3,
+                   compile_ms=times["compile"] * 1e3, gelu_ext_gbps=bw / 1e9,
+                   eager_gbps=moved / times["eager"] / 1e9,
+                   compile_gbps=moved / times["compile"] / 1e9,
+                   pct_copy=100 * bw / copy_bw, vs_eager=times["eager"] / times["gelu_ext"],
+                   vs_compile=times["compile"] / times["gelu_ext"])
+        rows.append(row)
+        print(f"{pass_name:<17}{variant:<8}{dtype_name:<9}{row['shape']:>13}"
+              f"{row['gelu_ext_ms']:>9.3f}m{row['eager_ms']:>9.3f}m{row['compile_ms']:>9.3f}m"
+              f"{row['gelu_ext_gbps']:>8.1f}{row['pct_copy']:>6.0f}%{row['vs_eager']:>8.2f}x"
+              f"{row['vs_compile']:>10.2f}x   [{n}/{len(cases)}]", flush=True)
+    return rows, copy_bw
+
+
+def describe_machine(device):
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (f"{name}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads, "
+            f"gelu_ext CPU kernels: {torch.ops.gelu_ext._cpu_isa()}")
+
+
+def write_outputs(rows, copy_bw, args):
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, f"bench_{args.device}")
+    with open(base + ".csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [f"# gelu_ext speed, {args.device}", "",
+             f"- date: {time.strftime('%Y-%m-%d %H:%M')}",
+             f"- machine: {describe_machine(args.device)}",
+             f"- torch {torch.__version__}, gelu_ext {gelu_ext.__version__}",
+             f"- command: `python bench/bench.py {' '.join(sys.argv[1:])}`",
+             f"- copy bandwidth (read + write): {copy_bw / 1e9:.1f} GB/s", "",
+             "Times are medians in ms; speed-up = baseline time / gelu_ext time; bandwidth counts "
+             "the fewest bytes each pass must move.", "",
+             "| pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | gelu_ext GB/s "
+             "| % of copy | vs eager | vs compile |", "|" + "---|" * 11]
+    for r in rows:
+        lines.append(f"| {r['pass_']} | {r['variant']} | {r['dtype']} | {r['shape']} | "
+                     f"{r['gelu_ext_ms']:.3f} | {r['eager_ms']:.3f} | {r['compile_ms']:.3f} | "
+                     f"{r['gelu_ext_gbps']:.1f} | {r['pct_copy']:.0f}% | {r['vs_eager']:.2f}x | "
+                     f"{r['vs_compile']:.2f}x |")
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    plot(rows, copy_bw, base + ".png")
+    print(f"wrote {base}.md, .csv, .png", file=sys.stderr)
+
+
+def plot(rows, copy_bw, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted({(r["pass_"], r["variant"], r["dtype"]) for r in rows},
+                  key=lambda k: (PASSES.index(k[0]), VARIANTS.index(k[1]), k[2]))
+    cols = 3
+    nrows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.2 * nrows), squeeze=False)
+    for ax, key in zip(axes.flat, keys):
+        sel = sorted((r for r in rows if (r["pass_"], r["variant"], r["dtype"]) == key
+                      and "x" not in r["shape"]), key=lambda r: r["numel"])
+        for impl in ("gelu_ext", "eager", "compile"):
+            ax.plot([r["numel"] for r in sel], [r[f"{impl}_gbps"] for r in sel], marker="o",
+                    ms=3, label=impl)
+        ax.axhline(copy_bw / 1e9, color="gray", ls="--", lw=0.8, label="copy")
+        ax.set_xscale("log", base=2)
+        ax.set_title(" / ".join(key), fontsize=9)
+        ax.set_xlabel("elements")
+        ax.set_ylabel("GB/s")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--passes", nargs="+", default=PASSES, choices=PASSES)
+    parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
+    parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
+    parser.add_argument("--sizes", nargs="+", type=int, default=None,
+                        help="log2 of the element counts (default 10 12 ... 26)")
+    parser.add_argument("--rotate-mb", type=int, default=None,
+                        help="rotate inputs over at least this many MB (default 256 CPU, 1024 GPU)")
+    parser.add_argument("--quick", action="store_true", help="a short run: few sizes")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.sizes is None:
+        args.sizes = [16, 20, 22] if args.quick else list(range(10, 27, 2))
+    if args.rotate_mb is None:
+        args.rotate_mb = 1024 if args.device == "cuda" else 256
+    print(f"# {describe_machine(args.device)}; torch {torch.__version__}", file=sys.stderr)
+    rows, copy_bw = run(args)
+    write_outputs(rows, copy_bw, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The CPU kernels for each instruction set (AVX-512, AVX2 + FMA, portable) compute the same
+operations in the same order, so they must agree bit for bit, on every dtype and pass."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import gelu_ext  # noqa: F401
+
+ISAS = ["avx512", "avx2", "portable"]
+
+# Each child process computes every pass on a fixed input set and saves the results.
+CHILD = r"""
+import sys, torch, gelu_ext
+ops = torch.ops.gelu_ext
+g = torch.Generator().manual_seed(0)
+x64 = torch.cat([torch.randn(5000, generator=g, dtype=torch.float64) * 6,
+                 torch.linspace(-80, 80, 3001, dtype=torch.float64),
+                 torch.tensor([float("inf"), -float("inf"), float("nan"), 0.0, -0.0, 1e300, -1e300],
+                              dtype=torch.float64)])
+out = {"isa": ops._cpu_isa()}
+for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+    x = x64.to(dtype)
+    grad = torch.randn(x.shape, generator=g).to(dtype)
+    for a in ("none", "tanh", "sigmoid"):
+        out[(str(dtype), a)] = (ops.gelu(x, a), ops.gelu_backward(grad, x, a),
+                                *ops.gelu_double_backward(grad, grad, x, a),
+                                ops.gelu(x[::3], a))  # a strided view too
+torch.save(out, sys.argv[1])
+"""
+
+
+def cpu_supports(isa):
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    needed = {"avx512": ["avx512f", "avx512dq", "avx512bw", "avx512vl"],
+              "avx2": ["avx2", "fma", "f16c"], "portable": []}[isa]
+    return all(f" {flag}" in flags for flag in needed)
+
+
+def test_instruction_sets_agree_bitwise(tmp_path):
+    results = {}
+    for isa in ISAS:
+        if not cpu_supports(isa):
+            continue
+        path = tmp_path / f"{isa}.pt"
+        env = dict(os.environ, GELU_EXT_CPU_ISA=isa)
+        subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env, check=True, timeout=600)
+        results[isa] = torch.load(path, weights_only=False)
+        assert results[isa]["isa"] == isa
+    if len(results) < 2:
+        pytest.skip("this CPU runs only one of the kernel variants")
+    reference_isa, reference = next(iter(results.items()))
+    for isa, other in results.items():
+        for key, tensors in reference.items():
+            if key == "isa":
+                continue
+            for a, b in zip(tensors, other[key]):
+                nan = a.isnan() & b.isnan()  # NaN's sign and payload carry no meaning
+                same = nan | ((a == b) & (torch.signbit(a) == torch.signbit(b)))
+                assert same.all(), (f"{isa} differs from {reference_isa} for {key}: "
+                                    f"{a[~same][:4].tolist()} vs {b[~same][:4].tolist()}")
