@@ -18,8 +18,9 @@ import sys
 
 from setuptools import find_packages, setup
 
-# Turing .. Blackwell as SASS, and PTX of the newest so that later GPUs JIT-compile it.
-DEFAULT_CUDA_ARCHS = "7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX"
+# SASS for Turing, Ampere (also runs on sm_86/sm_89), Hopper and Blackwell datacenter GPUs, and
+# PTX of the newest so that later GPUs (sm_103, sm_120, ...) JIT-compile it.
+DEFAULT_CUDA_ARCHS = "7.5;8.0;9.0;10.0+PTX"
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -585,7 +585,8 @@ GELU_HD V second_derivative(V x) {
 
 // ---------------------------------------------------------------------------------------------
 // What each elementwise pass computes from its operands (see Pass in kernels.h): inputs and
-// outputs in the order TensorIterator lists them, as lanes of doubles.
+// outputs in the order TensorIterator lists them, as lanes of doubles. Sums and products of the
+// operands are formed in double too, so each output is rounded once, to its storage type.
 
 template <Pass P, Approximate A, bool kFloat64>
 struct PassMath;
@@ -615,6 +616,43 @@ struct PassMath<Pass::kDoubleBackward, A, kFloat64> {
   GELU_HD static void apply(const V* in, V* out) {
     out[0] = in[0] * derivative<A, kFloat64>(in[2]);
     out[1] = in[0] * in[1] * second_derivative<A, kFloat64>(in[2]);
+  }
+};
+
+template <Approximate A, bool kFloat64>
+struct PassMath<Pass::kBiasForward, A, kFloat64> {
+  static constexpr int kInputs = 2, kOutputs = 1;  // in: x, b
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
+    out[0] = forward<A, kFloat64>(in[0] + in[1]);
+  }
+};
+
+template <Approximate A, bool kFloat64>
+struct PassMath<Pass::kBiasBackward, A, kFloat64> {
+  static constexpr int kInputs = 3, kOutputs = 1;  // in: grad, x, b
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
+    out[0] = in[0] * derivative<A, kFloat64>(in[1] + in[2]);
+  }
+};
+
+template <Approximate A, bool kFloat64>
+struct PassMath<Pass::kGegluForward, A, kFloat64> {
+  static constexpr int kInputs = 2, kOutputs = 1;  // in: gate, up
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
+    out[0] = forward<A, kFloat64>(in[0]) * in[1];
+  }
+};
+
+template <Approximate A, bool kFloat64>
+struct PassMath<Pass::kGegluBackward, A, kFloat64> {
+  static constexpr int kInputs = 3, kOutputs = 2;  // in: grad, gate, up; out: dgate, dup
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
+    out[0] = in[0] * in[2] * derivative<A, kFloat64>(in[1]);
+    out[1] = in[0] * forward<A, kFloat64>(in[1]);
   }
 };
 

@@ -17,14 +17,24 @@ enum class DType : int32_t { kFloat32, kFloat64, kFloat16, kBFloat16 };
 
 // The elementwise passes. Operands are listed outputs first, as TensorIterator orders them.
 enum class Pass : int32_t {
-  kForward,         // y = gelu(x)                             operands: y, x
-  kBackward,        // dx = grad * gelu'(x)                    operands: dx, grad, x
-  kDoubleBackward,  // ggrad = gg * gelu'(x),                  operands: ggrad, gx, gg, grad, x
-                    // gx = gg * grad * gelu''(x)
+  kForward,          // y = gelu(x)                            operands: y, x
+  kBackward,         // dx = grad * gelu'(x)                   operands: dx, grad, x
+  kDoubleBackward,   // ggrad = gg * gelu'(x),                 operands: ggrad, gx, gg, grad, x
+                     // gx = gg * grad * gelu''(x)
+  kBiasForward,      // y = gelu(x + b)                        operands: y, x, b
+  kBiasBackward,     // dx = grad * gelu'(x + b)               operands: dx, grad, x, b
+  kGegluForward,     // y = gelu(gate) * up                    operands: y, gate, up
+  kGegluBackward,    // dgate = grad * up * gelu'(gate),       operands: dgate, dup, grad, gate, up
+                     // dup = grad * gelu(gate)
 };
 
 constexpr int num_operands(Pass pass) {
-  return pass == Pass::kForward ? 2 : pass == Pass::kBackward ? 3 : 5;
+  switch (pass) {
+    case Pass::kForward: return 2;
+    case Pass::kBackward: case Pass::kBiasForward: case Pass::kGegluForward: return 3;
+    case Pass::kBiasBackward: return 4;
+    default: return 5;
+  }
 }
 constexpr int kMaxOperands = 5;
 

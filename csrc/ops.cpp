@@ -1,10 +1,12 @@
 // Op schemas (TORCH_LIBRARY gelu_ext), input checks, and the CPU implementations.
 #include "ops.h"
 
+#include <ATen/ops/sum.h>
 #include <Python.h>
 #include <torch/library.h>
 
 #include <string>
+#include <vector>
 
 namespace gelu_ext {
 
@@ -34,17 +36,33 @@ void check_floating(const at::Tensor& t, const char* op, const char* name) {
                    "but got ", dtype_name(t.scalar_type()));
 }
 
+void check_same_dtype_and_device(const at::Tensor& t, const char* name, const at::Tensor& input,
+                                 const char* input_name, const char* op) {
+  check_floating(t, op, name);
+  TORCH_CHECK_TYPE(t.scalar_type() == input.scalar_type(), op, ": '", name, "' and '", input_name,
+                   "' must have the same dtype, but got ", dtype_name(t.scalar_type()), " and ",
+                   dtype_name(input.scalar_type()));
+  TORCH_CHECK(t.device() == input.device(), op, ": '", name, "' and '", input_name, "' must be on "
+              "the same device, but got ", t.device(), " and ", input.device());
+}
+
 // Every other operand of a pass must match `input` exactly: no broadcasting, no type promotion.
 void check_matches_input(const at::Tensor& t, const char* name, const at::Tensor& input,
-                         const char* op) {
+                         const char* op, const char* input_name = "input") {
   check_floating(t, op, name);
-  TORCH_CHECK(t.sizes() == input.sizes(), op, ": '", name, "' and 'input' must have the same "
-              "shape, but got ", t.sizes(), " and ", input.sizes());
-  TORCH_CHECK_TYPE(t.scalar_type() == input.scalar_type(), op, ": '", name, "' and 'input' must "
-                   "have the same dtype, but got ", dtype_name(t.scalar_type()), " and ",
-                   dtype_name(input.scalar_type()));
-  TORCH_CHECK(t.device() == input.device(), op, ": '", name, "' and 'input' must be on the same "
-              "device, but got ", t.device(), " and ", input.device());
+  TORCH_CHECK(t.sizes() == input.sizes(), op, ": '", name, "' and '", input_name, "' must have "
+              "the same shape, but got ", t.sizes(), " and ", input.sizes());
+  check_same_dtype_and_device(t, name, input, input_name, op);
+}
+
+// bias: 1-D, as long as input's last dimension, same dtype and device.
+void check_bias(const at::Tensor& bias, const at::Tensor& input, const char* op) {
+  check_same_dtype_and_device(bias, "bias", input, "input", op);
+  TORCH_CHECK(bias.dim() == 1, op, ": 'bias' must be 1-D, but got ", bias.dim(),
+              " dimensions (shape ", bias.sizes(), ")");
+  TORCH_CHECK(input.dim() >= 1 && bias.size(0) == input.size(-1), op, ": 'bias' must have as many "
+              "elements as the last dimension of 'input', but got ", bias.size(0), " and input "
+              "shape ", input.sizes());
 }
 
 at::TensorIteratorConfig elementwise_config() {
@@ -96,6 +114,62 @@ at::TensorIterator double_backward_iter(const at::Tensor& grad_grad_input,
       .build();
 }
 
+at::TensorIterator bias_iter(const at::Tensor& input, const at::Tensor& bias) {
+  const char* op = "gelu_ext.bias_gelu";
+  check_floating(input, op, "input");
+  check_bias(bias, input, op);
+  return elementwise_config()
+      .add_owned_output(at::Tensor())
+      .add_const_input(input)
+      .add_const_input(bias)  // broadcast over the leading dimensions (stride 0)
+      .build();
+}
+
+at::TensorIterator bias_backward_iter(const at::Tensor& grad_output, const at::Tensor& input,
+                                      const at::Tensor& bias) {
+  const char* op = "gelu_ext.bias_gelu_backward";
+  check_floating(input, op, "input");
+  check_matches_input(grad_output, "grad_output", input, op);
+  check_bias(bias, input, op);
+  return elementwise_config()
+      .add_owned_output(at::Tensor())
+      .add_const_input(grad_output)
+      .add_const_input(input)
+      .add_const_input(bias)
+      .build();
+}
+
+at::TensorIterator geglu_iter(const at::Tensor& gate, const at::Tensor& up) {
+  const char* op = "gelu_ext.geglu";
+  check_floating(gate, op, "gate");
+  check_matches_input(up, "up", gate, op, "gate");
+  return elementwise_config().add_owned_output(at::Tensor()).add_const_input(gate)
+      .add_const_input(up).build();
+}
+
+at::TensorIterator geglu_backward_iter(const at::Tensor& grad_output, const at::Tensor& gate,
+                                       const at::Tensor& up) {
+  const char* op = "gelu_ext.geglu_backward";
+  check_floating(gate, op, "gate");
+  check_matches_input(up, "up", gate, op, "gate");
+  check_matches_input(grad_output, "grad_output", gate, op, "gate");
+  return elementwise_config()
+      .add_owned_output(at::Tensor())
+      .add_owned_output(at::Tensor())
+      .add_const_input(grad_output)
+      .add_const_input(gate)
+      .add_const_input(up)
+      .build();
+}
+
+at::Tensor sum_to_bias(const at::Tensor& grad_input, const at::Tensor& bias) {
+  std::vector<int64_t> leading(grad_input.dim() - 1);
+  for (size_t d = 0; d < leading.size(); ++d) leading[d] = static_cast<int64_t>(d);
+  const at::ScalarType accumulate =
+      grad_input.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  return at::sum(grad_input, leading, /*keepdim=*/false, accumulate).to(bias.scalar_type());
+}
+
 namespace {
 
 // Below this many elements per thread, the parallel split costs more than it saves.
@@ -120,6 +194,17 @@ TORCH_LIBRARY(gelu_ext, m) {
   //                                 grad_grad_input * grad_output * gelu''(input)).
   m.def("gelu_double_backward(Tensor grad_grad_input, Tensor grad_output, Tensor input, "
         "str approximate=\"none\") -> (Tensor, Tensor)");
+  // gelu(input + bias), bias 1-D over the last dimension; the sum is formed in double.
+  m.def("bias_gelu(Tensor input, Tensor bias, str approximate=\"none\") -> Tensor");
+  // (grad_input, grad_bias): grad_output * gelu'(input + bias), and that summed over all but the
+  // last dimension.
+  m.def("bias_gelu_backward(Tensor grad_output, Tensor input, Tensor bias, "
+        "str approximate=\"none\") -> (Tensor, Tensor)");
+  // gelu(gate) * up, for same-shape gate and up (views such as h.chunk(2, -1) need no copy).
+  m.def("geglu(Tensor gate, Tensor up, str approximate=\"none\") -> Tensor");
+  // (grad_gate, grad_up) = (grad_output * up * gelu'(gate), grad_output * gelu(gate)), in one pass.
+  m.def("geglu_backward(Tensor grad_output, Tensor gate, Tensor up, str approximate=\"none\") "
+        "-> (Tensor, Tensor)");
   // The instruction set of the CPU kernels chosen for this machine, for reports.
   m.def("_cpu_isa() -> str", []() { return std::string(cpu::isa()); });
 }
@@ -128,6 +213,10 @@ TORCH_LIBRARY_IMPL(gelu_ext, CPU, m) {
   m.impl("gelu", &gelu_op<run_cpu>);
   m.impl("gelu_backward", &gelu_backward_op<run_cpu>);
   m.impl("gelu_double_backward", &gelu_double_backward_op<run_cpu>);
+  m.impl("bias_gelu", &bias_gelu_op<run_cpu>);
+  m.impl("bias_gelu_backward", &bias_gelu_backward_op<run_cpu>);
+  m.impl("geglu", &geglu_op<run_cpu>);
+  m.impl("geglu_backward", &geglu_backward_op<run_cpu>);
 }
 
 }  // namespace gelu_ext

@@ -23,6 +23,16 @@ at::TensorIterator forward_iter(const at::Tensor& input);
 at::TensorIterator backward_iter(const at::Tensor& grad_output, const at::Tensor& input);
 at::TensorIterator double_backward_iter(const at::Tensor& grad_grad_input,
                                         const at::Tensor& grad_output, const at::Tensor& input);
+at::TensorIterator bias_iter(const at::Tensor& input, const at::Tensor& bias);
+at::TensorIterator bias_backward_iter(const at::Tensor& grad_output, const at::Tensor& input,
+                                      const at::Tensor& bias);
+at::TensorIterator geglu_iter(const at::Tensor& gate, const at::Tensor& up);
+at::TensorIterator geglu_backward_iter(const at::Tensor& grad_output, const at::Tensor& gate,
+                                       const at::Tensor& up);
+
+// grad_input summed over all but the last dimension, accumulated in float (double for float64)
+// and returned in the bias's dtype.
+at::Tensor sum_to_bias(const at::Tensor& grad_input, const at::Tensor& bias);
 
 // A backend runs one pass over an iterator built above.
 using RunPass = void (*)(at::TensorIteratorBase& iter, Pass pass, Approximate approximate);
@@ -53,6 +63,45 @@ std::tuple<at::Tensor, at::Tensor> gelu_double_backward_op(const at::Tensor& gra
   const Approximate a = parse_approximate(approximate);
   auto iter = double_backward_iter(grad_grad_input, grad_output, input);
   run(iter, Pass::kDoubleBackward, a);
+  return {iter.output(0), iter.output(1)};
+}
+
+template <RunPass run>
+at::Tensor bias_gelu_op(const at::Tensor& input, const at::Tensor& bias,
+                        c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = bias_iter(input, bias);
+  run(iter, Pass::kBiasForward, a);
+  return iter.output();
+}
+
+template <RunPass run>
+std::tuple<at::Tensor, at::Tensor> bias_gelu_backward_op(const at::Tensor& grad_output,
+                                                         const at::Tensor& input,
+                                                         const at::Tensor& bias,
+                                                         c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = bias_backward_iter(grad_output, input, bias);
+  run(iter, Pass::kBiasBackward, a);
+  at::Tensor grad_input = iter.output();
+  return {grad_input, sum_to_bias(grad_input, bias)};
+}
+
+template <RunPass run>
+at::Tensor geglu_op(const at::Tensor& gate, const at::Tensor& up, c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = geglu_iter(gate, up);
+  run(iter, Pass::kGegluForward, a);
+  return iter.output();
+}
+
+template <RunPass run>
+std::tuple<at::Tensor, at::Tensor> geglu_backward_op(const at::Tensor& grad_output,
+                                                     const at::Tensor& gate, const at::Tensor& up,
+                                                     c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = geglu_backward_iter(grad_output, gate, up);
+  run(iter, Pass::kGegluBackward, a);
   return {iter.output(0), iter.output(1)};
 }
 

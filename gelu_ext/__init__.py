@@ -2,7 +2,9 @@
 
     gelu_ext.gelu(x, approximate="none" | "tanh" | "sigmoid")
     gelu_ext.GELU(approximate=...)          # nn.Module
-    torch.ops.gelu_ext.gelu / gelu_backward / gelu_double_backward
+    gelu_ext.bias_gelu(x, bias), gelu_ext.geglu(gate, up)   # fused
+    gelu_ext.BiasGELU(features), gelu_ext.GEGLU()
+    torch.ops.gelu_ext.*                    # the registered ops
 """
 
 import torch  # noqa: F401  (loads libtorch, which _C links against)
@@ -10,8 +12,9 @@ import torch  # noqa: F401  (loads libtorch, which _C links against)
 from . import _C  # noqa: F401  (loads the library, which registers torch.ops.gelu_ext)
 from . import ops  # noqa: F401  (fake kernels, autograd and vmap rules for those ops)
 from ._version import __version__
-from .functional import gelu
-from .modules import GELU
+from .functional import bias_gelu, gelu, geglu
+from .modules import GEGLU, GELU, BiasGELU
 from .ops import APPROXIMATIONS
 
-__all__ = ["gelu", "GELU", "APPROXIMATIONS", "__version__"]
+__all__ = ["gelu", "bias_gelu", "geglu", "GELU", "BiasGELU", "GEGLU", "APPROXIMATIONS",
+           "__version__"]

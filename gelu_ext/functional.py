@@ -138,3 +138,79 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     if _differentiable(input):
         return _GELU.apply(input, approximate)
     return _ops.gelu.default(input, approximate)
+
+
+# The fused ops under torch.func transforms, which need autograd.Functions in the setup_context
+# style: first order there (vmap(grad(...)) for per-sample gradients); the ops' own autograd gives
+# second order outside torch.func.
+
+def _second_order_under_torch_func(ctx, *grads):
+    raise NotImplementedError("gelu_ext: second derivatives of bias_gelu and geglu under "
+                              "torch.func transforms are not implemented; torch.autograd.grad "
+                              "with create_graph=True supports them")
+
+
+def _functorch_function(name, forward, backward):
+    return type(name, (torch.autograd.Function,), dict(
+        generate_vmap_rule=True, forward=staticmethod(forward),
+        setup_context=staticmethod(_setup_context), backward=staticmethod(backward)))
+
+
+_BiasGELUBackwardFunctorch = _functorch_function(
+    "_BiasGELUBackwardFunctorch",
+    lambda grad, input, bias, approximate: _ops.bias_gelu_backward.default(
+        grad, input, bias, approximate),
+    _second_order_under_torch_func)
+_GEGLUBackwardFunctorch = _functorch_function(
+    "_GEGLUBackwardFunctorch",
+    lambda grad, gate, up, approximate: _ops.geglu_backward.default(grad, gate, up, approximate),
+    _second_order_under_torch_func)
+
+
+def _bias_gelu_functorch_backward(ctx, grad):
+    input, bias = ctx.saved_tensors
+    return (*_BiasGELUBackwardFunctorch.apply(grad, input, bias, ctx.approximate), None)
+
+
+def _geglu_functorch_backward(ctx, grad):
+    gate, up = ctx.saved_tensors
+    return (*_GEGLUBackwardFunctorch.apply(grad, gate, up, ctx.approximate), None)
+
+
+_BiasGELUFunctorch = _functorch_function(
+    "_BiasGELUFunctorch",
+    lambda input, bias, approximate: _ops.bias_gelu.default(input, bias, approximate),
+    _bias_gelu_functorch_backward)
+_GEGLUFunctorch = _functorch_function(
+    "_GEGLUFunctorch", lambda gate, up, approximate: _ops.geglu.default(gate, up, approximate),
+    _geglu_functorch_backward)
+
+
+def _functorch_wrapped(*tensors):
+    return not torch.compiler.is_compiling() and any(is_functorch_wrapped_tensor(t)
+                                                     for t in tensors)
+
+
+def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """gelu(input + bias), fused: bias is 1-D and broadcast over input's last dimension.
+
+    The sum is formed in double inside the kernel, so 16-bit inputs are not rounded before the
+    GELU. The backward returns grad_input and grad_bias (grad_input summed over all leading
+    dimensions) from one elementwise pass and one reduction.
+    """
+    check_approximate(approximate)
+    if _functorch_wrapped(input, bias):
+        return _BiasGELUFunctorch.apply(input, bias, approximate)
+    return _ops.bias_gelu.default(input, bias, approximate)
+
+
+def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """gelu(gate) * up, fused, for gate and up of one shape, dtype and device.
+
+    `gate, up = h.chunk(2, dim=-1)` works without a copy. The backward computes both gradients
+    in one pass.
+    """
+    check_approximate(approximate)
+    if _functorch_wrapped(gate, up):
+        return _GEGLUFunctorch.apply(gate, up, approximate)
+    return _ops.geglu.default(gate, up, approximate)

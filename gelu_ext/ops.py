@@ -6,6 +6,10 @@ The ops (defined in csrc/ops.cpp):
   gelu_backward(grad_output, input, approximate)            -> grad_output * gelu'(input)
   gelu_double_backward(grad_grad_input, grad_output, input, approximate)
       -> (grad_grad_input * gelu'(input), grad_grad_input * grad_output * gelu''(input))
+  bias_gelu(input, bias, approximate)                       -> gelu(input + bias)
+  bias_gelu_backward(grad_output, input, bias, approximate) -> (grad_input, grad_bias)
+  geglu(gate, up, approximate)                              -> gelu(gate) * up
+  geglu_backward(grad_output, gate, up, approximate)        -> (grad_gate, grad_up)
 """
 
 import torch
@@ -79,6 +83,65 @@ def _gelu_double_backward_fake(grad_grad_input, grad_output, input, approximate=
             _empty_elementwise_output(grad_grad_input, grad_output, input))
 
 
+def _check_bias(op, bias, input):
+    _check_floating(op, "bias", bias)
+    torch._check_type(bias.dtype == input.dtype, lambda: f"{op}: 'bias' and 'input' must have the "
+                      f"same dtype, but got {bias.dtype} and {input.dtype}")
+    torch._check(bias.device == input.device, lambda: f"{op}: 'bias' and 'input' must be on the "
+                 f"same device, but got {bias.device} and {input.device}")
+    torch._check(bias.dim() == 1, lambda: f"{op}: 'bias' must be 1-D, but got {bias.dim()} "
+                 f"dimensions (shape {list(bias.shape)})")
+    torch._check(input.dim() >= 1 and bias.shape[0] == input.shape[-1],
+                 lambda: f"{op}: 'bias' must have as many elements as the last dimension of "
+                         f"'input', but got {bias.shape[0]} and input shape {list(input.shape)}")
+
+
+@torch.library.register_fake("gelu_ext::bias_gelu")
+def _bias_gelu_fake(input, bias, approximate="none"):
+    _check_floating("gelu_ext.bias_gelu", "input", input)
+    _check_bias("gelu_ext.bias_gelu", bias, input)
+    check_approximate(approximate)
+    return _empty_elementwise_output(input, bias.expand(input.shape))
+
+
+@torch.library.register_fake("gelu_ext::bias_gelu_backward")
+def _bias_gelu_backward_fake(grad_output, input, bias, approximate="none"):
+    op = "gelu_ext.bias_gelu_backward"
+    _check_floating(op, "input", input)
+    _check_matches_input(op, "grad_output", grad_output, input)
+    _check_bias(op, bias, input)
+    check_approximate(approximate)
+    return _empty_elementwise_output(grad_output, input, bias.expand(input.shape)), \
+        torch.empty_like(bias, memory_format=torch.contiguous_format)
+
+
+def _check_geglu(op, gate, **others):
+    _check_floating(op, "gate", gate)
+    for name, t in others.items():
+        _check_floating(op, name, t)
+        torch._check(t.shape == gate.shape, lambda: f"{op}: '{name}' and 'gate' must have the "
+                     f"same shape, but got {list(t.shape)} and {list(gate.shape)}")
+        torch._check_type(t.dtype == gate.dtype, lambda: f"{op}: '{name}' and 'gate' must have "
+                          f"the same dtype, but got {t.dtype} and {gate.dtype}")
+        torch._check(t.device == gate.device, lambda: f"{op}: '{name}' and 'gate' must be on the "
+                     f"same device, but got {t.device} and {gate.device}")
+
+
+@torch.library.register_fake("gelu_ext::geglu")
+def _geglu_fake(gate, up, approximate="none"):
+    _check_geglu("gelu_ext.geglu", gate, up=up)
+    check_approximate(approximate)
+    return _empty_elementwise_output(gate, up)
+
+
+@torch.library.register_fake("gelu_ext::geglu_backward")
+def _geglu_backward_fake(grad_output, gate, up, approximate="none"):
+    _check_geglu("gelu_ext.geglu_backward", gate, up=up, grad_output=grad_output)
+    check_approximate(approximate)
+    return (_empty_elementwise_output(grad_output, gate, up),
+            _empty_elementwise_output(grad_output, gate, up))
+
+
 # --------------------------------------------------------------------------------------------
 # Reverse-mode autograd: gelu -> gelu_backward -> gelu_double_backward.
 
@@ -119,6 +182,61 @@ torch.library.register_autograd("gelu_ext::gelu_double_backward", _third_order_f
                                 setup_context=lambda ctx, inputs, output: None)
 
 
+# The fused ops. Their second order is composed from the gelu ops above, so it is differentiable
+# no further than theirs.
+
+def _save_all_setup_context(ctx, inputs, output):
+    *tensors, ctx.approximate = inputs
+    ctx.save_for_backward(*tensors)
+
+
+def _bias_gelu_backward_formula(ctx, grad):
+    input, bias = ctx.saved_tensors
+    grad_input, grad_bias = _ops.bias_gelu_backward.default(grad, input, bias, ctx.approximate)
+    return grad_input, grad_bias, None
+
+
+def _bias_gelu_backward_backward_formula(ctx, grad_grad_input, grad_grad_bias):
+    # grad_input = g f'(z) and grad_bias = its sum over rows, z = input + bias: the upstream
+    # gradient reaching grad_input is u = grad_grad_input + grad_grad_bias (broadcast).
+    grad_output, input, bias = ctx.saved_tensors
+    u = grad_grad_input + grad_grad_bias
+    # z in float64, so that 16-bit and float32 sums are not rounded (as in the kernels).
+    z = input.double() + bias.double()
+    d_grad, d_z = _ops.gelu_double_backward.default(u.double(), grad_output.double(), z,
+                                                    ctx.approximate)
+    d_bias = d_z.sum(dim=tuple(range(d_z.dim() - 1)))
+    return (d_grad.to(grad_output.dtype), d_z.to(input.dtype), d_bias.to(bias.dtype), None)
+
+
+def _geglu_backward_formula(ctx, grad):
+    gate, up = ctx.saved_tensors
+    grad_gate, grad_up = _ops.geglu_backward.default(grad, gate, up, ctx.approximate)
+    return grad_gate, grad_up, None
+
+
+def _geglu_backward_backward_formula(ctx, a, c):
+    # grad_gate = g u f'(x), grad_up = g f(x); a and c are their upstream gradients.
+    grad_output, gate, up = ctx.saved_tensors
+    approx = ctx.approximate
+    d_grad = _ops.gelu_backward.default(a * up, gate, approx) + c * _ops.gelu.default(gate, approx)
+    _, d_gate_curvature = _ops.gelu_double_backward.default(a * up, grad_output, gate, approx)
+    d_gate = d_gate_curvature + _ops.gelu_backward.default(c * grad_output, gate, approx)
+    d_up = _ops.gelu_backward.default(a * grad_output, gate, approx)
+    return d_grad, d_gate, d_up, None
+
+
+torch.library.register_autograd("gelu_ext::bias_gelu", _bias_gelu_backward_formula,
+                                setup_context=_save_all_setup_context)
+torch.library.register_autograd("gelu_ext::bias_gelu_backward",
+                                _bias_gelu_backward_backward_formula,
+                                setup_context=_save_all_setup_context)
+torch.library.register_autograd("gelu_ext::geglu", _geglu_backward_formula,
+                                setup_context=_save_all_setup_context)
+torch.library.register_autograd("gelu_ext::geglu_backward", _geglu_backward_backward_formula,
+                                setup_context=_save_all_setup_context)
+
+
 # --------------------------------------------------------------------------------------------
 # vmap: every op is elementwise over operands of one shape, so batch dimensions are moved to the
 # front and unbatched operands are expanded (stride 0, no copy) to the batch size.
@@ -140,6 +258,50 @@ def _gelu_backward_vmap(info, in_dims, grad_output, input, approximate="none"):
     grad_output, input = _batched(info, in_dims[:2], grad_output, input)
     out_dim = None if all(d is None for d in in_dims[:2]) else 0
     return _ops.gelu_backward.default(grad_output, input, approximate), out_dim
+
+
+@torch.library.register_vmap("gelu_ext::geglu")
+def _geglu_vmap(info, in_dims, gate, up, approximate="none"):
+    gate, up = _batched(info, in_dims[:2], gate, up)
+    out_dim = None if all(d is None for d in in_dims[:2]) else 0
+    return _ops.geglu.default(gate, up, approximate), out_dim
+
+
+@torch.library.register_vmap("gelu_ext::geglu_backward")
+def _geglu_backward_vmap(info, in_dims, grad_output, gate, up, approximate="none"):
+    tensors = _batched(info, in_dims[:3], grad_output, gate, up)
+    out_dim = None if all(d is None for d in in_dims[:3]) else 0
+    return _ops.geglu_backward.default(*tensors, approximate), (out_dim, out_dim)
+
+
+@torch.library.register_vmap("gelu_ext::bias_gelu")
+def _bias_gelu_vmap(info, in_dims, input, bias, approximate="none"):
+    input_dim, bias_dim = in_dims[:2]
+    if bias_dim is None:  # one bias for every batch member: it still broadcasts
+        return _ops.bias_gelu.default(input.movedim(input_dim, 0) if input_dim is not None
+                                      else input, bias, approximate), \
+            (0 if input_dim is not None else None)
+    # A bias per batch member: one call each.
+    input = input.movedim(input_dim, 0) if input_dim is not None else \
+        input.expand(info.batch_size, *input.shape)
+    bias = bias.movedim(bias_dim, 0)
+    return torch.stack([_ops.bias_gelu.default(i, b, approximate) for i, b in zip(input, bias)]), 0
+
+
+@torch.library.register_vmap("gelu_ext::bias_gelu_backward")
+def _bias_gelu_backward_vmap(info, in_dims, grad_output, input, bias, approximate="none"):
+    grad_output, input = _batched(info, (in_dims[0], in_dims[1]), grad_output, input)
+    bias_dim = in_dims[2]
+    if in_dims[0] is None and in_dims[1] is None:
+        if bias_dim is None:
+            return _ops.bias_gelu_backward.default(grad_output, input, bias, approximate), \
+                (None, None)
+        grad_output = grad_output.expand(info.batch_size, *grad_output.shape)
+        input = input.expand(info.batch_size, *input.shape)
+    biases = bias.movedim(bias_dim, 0) if bias_dim is not None else [bias] * info.batch_size
+    results = [_ops.bias_gelu_backward.default(g, i, b, approximate)
+               for g, i, b in zip(grad_output, input, biases)]
+    return (torch.stack([r[0] for r in results]), torch.stack([r[1] for r in results])), (0, 0)
 
 
 @torch.library.register_vmap("gelu_ext::gelu_double_backward")

@@ -93,12 +93,16 @@ struct Kernel {
 template <class L, Approximate A, class T>
 void run_typed(Pass pass, char** data, const int64_t* strides, int64_t size0, int64_t size1) {
   switch (pass) {
-    case Pass::kForward:
-      return Kernel<L, Pass::kForward, A, T>::block(data, strides, size0, size1);
-    case Pass::kBackward:
-      return Kernel<L, Pass::kBackward, A, T>::block(data, strides, size0, size1);
-    case Pass::kDoubleBackward:
-      return Kernel<L, Pass::kDoubleBackward, A, T>::block(data, strides, size0, size1);
+#define GELU_PASS_CASE(P) \
+  case P: return Kernel<L, P, A, T>::block(data, strides, size0, size1);
+    GELU_PASS_CASE(Pass::kForward)
+    GELU_PASS_CASE(Pass::kBackward)
+    GELU_PASS_CASE(Pass::kDoubleBackward)
+    GELU_PASS_CASE(Pass::kBiasForward)
+    GELU_PASS_CASE(Pass::kBiasBackward)
+    GELU_PASS_CASE(Pass::kGegluForward)
+    GELU_PASS_CASE(Pass::kGegluBackward)
+#undef GELU_PASS_CASE
   }
 }
 

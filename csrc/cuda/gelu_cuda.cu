@@ -202,12 +202,16 @@ cudaError_t dispatch_variant(Approximate approximate, DType dtype, Args&&... arg
 template <template <Pass, Approximate, DType> class Launch, class... Args>
 cudaError_t dispatch(Pass pass, Approximate approximate, DType dtype, Args&&... args) {
   switch (pass) {
-    case Pass::kForward:
-      return dispatch_variant<Pass::kForward, Launch>(approximate, dtype, args...);
-    case Pass::kBackward:
-      return dispatch_variant<Pass::kBackward, Launch>(approximate, dtype, args...);
-    case Pass::kDoubleBackward:
-      return dispatch_variant<Pass::kDoubleBackward, Launch>(approximate, dtype, args...);
+#define GELU_PASS_CASE(P) \
+  case P: return dispatch_variant<P, Launch>(approximate, dtype, args...);
+    GELU_PASS_CASE(Pass::kForward)
+    GELU_PASS_CASE(Pass::kBackward)
+    GELU_PASS_CASE(Pass::kDoubleBackward)
+    GELU_PASS_CASE(Pass::kBiasForward)
+    GELU_PASS_CASE(Pass::kBiasBackward)
+    GELU_PASS_CASE(Pass::kGegluForward)
+    GELU_PASS_CASE(Pass::kGegluBackward)
+#undef GELU_PASS_CASE
   }
   return cudaErrorInvalidValue;
 }

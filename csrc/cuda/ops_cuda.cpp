@@ -57,6 +57,10 @@ TORCH_LIBRARY_IMPL(gelu_ext, CUDA, m) {
   m.impl("gelu", &gelu_op<run_cuda>);
   m.impl("gelu_backward", &gelu_backward_op<run_cuda>);
   m.impl("gelu_double_backward", &gelu_double_backward_op<run_cuda>);
+  m.impl("bias_gelu", &bias_gelu_op<run_cuda>);
+  m.impl("bias_gelu_backward", &bias_gelu_backward_op<run_cuda>);
+  m.impl("geglu", &geglu_op<run_cuda>);
+  m.impl("geglu_backward", &geglu_backward_op<run_cuda>);
 }
 
 }  // namespace gelu_ext

@@ -1,0 +1,218 @@
+"""Fused bias-GELU and GEGLU: values against float64 references, gradients to second order,
+layouts (chunked views without copies), errors, opcheck, torch.compile and vmap."""
+
+import pytest
+import torch
+from conftest import FLOAT_DTYPES, assert_ulps
+from torch.autograd import gradcheck, gradgradcheck
+
+import gelu_ext
+from gelu_ext.reference import mp_reference, torch_reference, ulp_error
+
+ops = torch.ops.gelu_ext
+ULPS = {torch.float32: 1.0, torch.float16: 1.0, torch.bfloat16: 1.0, torch.float64: 2.0}
+
+
+def exact(z, approximate, dtype):
+    """(f, f') at the float64 points z: from mpmath when judging float64 results (the float64
+    torch reference is not exact enough for that), from the torch reference otherwise."""
+    if dtype != torch.float64:
+        f, d1, _ = torch_reference(z, approximate)
+        return f, d1
+    values = [mp_reference(v, approximate) for v in z.flatten().tolist()]
+    return tuple(torch.tensor([float(v[k]) for v in values], dtype=torch.float64).view(z.shape)
+                 for k in (0, 1))
+
+
+def randn(*shape, dtype=torch.float32, device="cpu", scale=3.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(dtype).to(device)
+
+
+# ---------------------------------------------------------------------------------------------
+# bias_gelu
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bias_gelu_values(device, approximate, dtype):
+    x, b = randn(64, 37, dtype=dtype, device=device), randn(37, dtype=dtype, device=device, seed=1)
+    y = gelu_ext.bias_gelu(x, b, approximate).cpu()
+    # The kernel forms the sum in double: exact for 16-bit and float32 operands, one rounding for
+    # float64 ones, whose results are judged against mpmath.
+    z = x.cpu().double() + b.cpu().double()
+    assert_ulps(y, exact(z, approximate, dtype)[0], ULPS[dtype], f"bias_gelu {dtype}", z)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bias_gelu_backward_values(device, approximate, dtype):
+    x, b = randn(64, 37, dtype=dtype, device=device), randn(37, dtype=dtype, device=device, seed=1)
+    grad = randn(64, 37, dtype=dtype, device=device, seed=2, scale=1.0)
+    grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, approximate)
+    z = x.cpu().double() + b.cpu().double()
+    _, d1 = exact(z, approximate, dtype)
+    expected = grad.cpu().double() * d1
+    # Away from the root of f', where relative error is meaningless, grad_input is one rounding
+    # of grad * f'(z).
+    away = (z + 0.7518).abs() > 0.05 if approximate == "none" else z.abs() >= 0
+    assert ulp_error(grad_input.cpu()[away], expected[away], dtype).max() <= 2.0
+    # grad_bias sums grad_input over the rows, accumulated in float (double for float64).
+    expected_bias = grad_input.cpu().double().sum(0)
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5}.get(dtype, 1e-2)
+    torch.testing.assert_close(grad_bias.cpu().double(), expected_bias, rtol=tol, atol=tol)
+    assert grad_bias.dtype == b.dtype and grad_bias.shape == b.shape
+
+
+def test_bias_gelu_is_not_rounded_before_the_gelu(device):
+    # In bfloat16, x + b rounded to bfloat16 first would move the result; the fused op rounds once.
+    x = torch.tensor([1.0 + 2**-7], dtype=torch.bfloat16, device=device)
+    b = torch.tensor([2**-9], dtype=torch.bfloat16, device=device)
+    z = x.cpu().double() + b.cpu().double()  # needs 10 significant bits
+    assert z.to(torch.bfloat16).double() != z
+    y = gelu_ext.bias_gelu(x, b).cpu()
+    assert_ulps(y, torch_reference(z)[0], 0.5, "bias_gelu single rounding", z)
+
+
+def test_bias_gelu_gradcheck(device, approximate):
+    x = randn(5, 4, dtype=torch.float64, device=device).requires_grad_()
+    b = randn(4, dtype=torch.float64, device=device, seed=1).requires_grad_()
+    f = lambda xx, bb: gelu_ext.bias_gelu(xx, bb, approximate)  # noqa: E731
+    assert gradcheck(f, (x, b))
+    assert gradgradcheck(f, (x, b))
+
+
+def test_bias_gelu_matches_composition(device, approximate):
+    x = randn(3, 5, 8, dtype=torch.float64, device=device).requires_grad_()
+    b = randn(8, dtype=torch.float64, device=device, seed=1).requires_grad_()
+    y = gelu_ext.bias_gelu(x, b, approximate)
+    y_ref = gelu_ext.gelu(x + b, approximate)
+    torch.testing.assert_close(y, y_ref, rtol=1e-14, atol=1e-300)
+    g = randn(3, 5, 8, dtype=torch.float64, device=device, seed=2)
+    torch.testing.assert_close(torch.autograd.grad(y, (x, b), g),
+                               torch.autograd.grad(y_ref, (x, b), g), rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# geglu
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_geglu_values(device, approximate, dtype):
+    gate, up = randn(64, 37, dtype=dtype, device=device), randn(64, 37, dtype=dtype, device=device,
+                                                              seed=1)
+    y = gelu_ext.geglu(gate, up, approximate).cpu()
+    f, d1 = exact(gate.cpu().double(), approximate, dtype)
+    assert_ulps(y, f * up.cpu().double(), ULPS[dtype], f"geglu {dtype}", gate.cpu())
+    grad = randn(64, 37, dtype=dtype, device=device, seed=2, scale=1.0)
+    grad_gate, grad_up = ops.geglu_backward(grad, gate, up, approximate)
+    g, u = grad.cpu().double(), up.cpu().double()
+    assert_ulps(grad_up.cpu(), g * f, ULPS[dtype], f"geglu grad_up {dtype}", gate.cpu())
+    away = (gate.cpu().double() + 0.7518).abs() > 0.05 if approximate == "none" else \
+        gate.cpu() == gate.cpu()
+    err = ulp_error(grad_gate.cpu()[away], (g * u * d1)[away], dtype)
+    assert err.max() <= 2.0, err.max()
+
+
+def test_geglu_on_chunks_needs_no_copy(device):
+    h = randn(16, 2 * 24, device=device)
+    gate, up = h.chunk(2, dim=-1)
+    assert not gate.is_contiguous()
+    with torch.profiler.profile() as prof:
+        y = gelu_ext.geglu(gate, up)
+    names = {e.name for e in prof.events()}
+    assert not names & {"aten::copy_", "aten::clone", "aten::contiguous"}, names
+    assert torch.equal(y, gelu_ext.geglu(gate.contiguous(), up.contiguous()))
+    torch.testing.assert_close(gelu_ext.GEGLU()(h), y, rtol=0, atol=0)
+
+
+def test_geglu_gradcheck(device, approximate):
+    gate = randn(5, 4, dtype=torch.float64, device=device).requires_grad_()
+    up = randn(5, 4, dtype=torch.float64, device=device, seed=1).requires_grad_()
+    f = lambda g, u: gelu_ext.geglu(g, u, approximate)  # noqa: E731
+    assert gradcheck(f, (gate, up))
+    assert gradgradcheck(f, (gate, up))
+
+
+def test_geglu_matches_composition(device, approximate):
+    gate = randn(3, 5, 8, dtype=torch.float64, device=device).requires_grad_()
+    up = randn(3, 5, 8, dtype=torch.float64, device=device, seed=1).requires_grad_()
+    y = gelu_ext.geglu(gate, up, approximate)
+    y_ref = gelu_ext.gelu(gate, approximate) * up
+    torch.testing.assert_close(y, y_ref, rtol=1e-14, atol=1e-300)
+    g = randn(3, 5, 8, dtype=torch.float64, device=device, seed=2)
+    torch.testing.assert_close(torch.autograd.grad(y, (gate, up), g),
+                               torch.autograd.grad(y_ref, (gate, up), g), rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors, opcheck, compile, vmap, modules
+
+def test_errors(device):
+    x = torch.ones(4, 3, device=device)
+    with pytest.raises(RuntimeError, match="'bias' must be 1-D"):
+        gelu_ext.bias_gelu(x, torch.ones(4, 3, device=device))
+    with pytest.raises(RuntimeError, match="as many elements as the last dimension"):
+        gelu_ext.bias_gelu(x, torch.ones(4, device=device))
+    with pytest.raises(TypeError, match="same dtype"):
+        gelu_ext.bias_gelu(x, torch.ones(3, device=device, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="same device"):
+        gelu_ext.bias_gelu(x, torch.ones(3, device="meta"))
+    with pytest.raises(RuntimeError, match="same shape"):
+        gelu_ext.geglu(x, torch.ones(3, 4, device=device))
+    with pytest.raises(TypeError, match="same dtype"):
+        gelu_ext.geglu(x, x.half())
+    with pytest.raises(TypeError, match="floating-point"):
+        gelu_ext.geglu(x.long(), x.long())
+    with pytest.raises(ValueError, match="'none', 'tanh' or 'sigmoid'"):
+        gelu_ext.geglu(x, x, "bogus")
+    with pytest.raises(ValueError, match="even"):
+        gelu_ext.GEGLU()(torch.ones(2, 5, device=device))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_opcheck(device, approximate, dtype):
+    x = randn(6, 5, dtype=dtype, device=device).requires_grad_()
+    b = randn(5, dtype=dtype, device=device, seed=1).requires_grad_()
+    u = randn(6, 5, dtype=dtype, device=device, seed=2).requires_grad_()
+    g = randn(6, 5, dtype=dtype, device=device, seed=3).requires_grad_()
+    torch.library.opcheck(ops.bias_gelu.default, (x, b, approximate))
+    torch.library.opcheck(ops.bias_gelu_backward.default, (g, x, b, approximate))
+    torch.library.opcheck(ops.geglu.default, (x, u, approximate))
+    torch.library.opcheck(ops.geglu_backward.default, (g, x, u, approximate))
+    h = randn(6, 10, dtype=dtype, device=device)
+    torch.library.opcheck(ops.geglu.default, (*h.chunk(2, dim=-1), approximate))
+
+
+def test_compile_without_graph_breaks(device):
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32, bias=False), gelu_ext.BiasGELU(32),
+                                torch.nn.Linear(32, 32), gelu_ext.GEGLU("tanh"),
+                                torch.nn.Linear(16, 4)).to(device)
+    x = torch.randn(7, 8, device=device)
+    explanation = torch._dynamo.explain(model)(x)
+    assert explanation.graph_break_count == 0
+    compiled = torch.compile(model, fullgraph=True)
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-6, atol=1e-6)
+    compiled(x).sum().backward()
+    torch._dynamo.reset()
+
+
+def test_vmap(device):
+    x = randn(3, 4, 5, device=device)
+    b = randn(5, device=device, seed=1)
+    torch.testing.assert_close(torch.func.vmap(lambda t: gelu_ext.bias_gelu(t, b))(x),
+                               gelu_ext.bias_gelu(x, b))
+    biases = randn(3, 5, device=device, seed=2)
+    per_bias = torch.func.vmap(lambda t, bb: gelu_ext.bias_gelu(t, bb))(x, biases)
+    torch.testing.assert_close(per_bias, torch.stack([gelu_ext.bias_gelu(x[i], biases[i])
+                                                      for i in range(3)]))
+    up = randn(3, 4, 5, device=device, seed=3)
+    torch.testing.assert_close(torch.func.vmap(gelu_ext.geglu, in_dims=(0, 0))(x, up),
+                               gelu_ext.geglu(x, up))
+    grads = torch.func.vmap(torch.func.grad(lambda t: gelu_ext.bias_gelu(t, b).sum()))(x)
+    torch.testing.assert_close(grads, torch.ops.gelu_ext.bias_gelu_backward(
+        torch.ones_like(x), x, b)[0])
+
+
+def test_modules():
+    m = gelu_ext.BiasGELU(6, approximate="tanh")
+    assert "features=6" in repr(m) and "approximate='tanh'" in repr(m)
+    assert isinstance(m.bias, torch.nn.Parameter) and m.bias.shape == (6,)
+    assert "approximate='none'" in repr(gelu_ext.GEGLU())
