@@ -27,10 +27,13 @@ ROOT = os.path.dirname(HERE)
 # 128 instruction lanes (4 schedulers x 32), 64 FP64 lanes, 16 MUFU lanes, 16 conversion lanes.
 H200 = dict(sms=132, clock=1.98e9, bandwidth=4.3e12, issue=128, fp64=64, mufu=16, convert=16)
 
-PASSES = {"0": "forward", "1": "backward", "2": "double backward"}
+PASSES = {"0": "forward", "1": "backward", "2": "double backward", "3": "bias_gelu",
+          "4": "bias_gelu backward", "5": "geglu", "6": "geglu backward"}
 VARIANTS = {"0": "none", "1": "tanh", "2": "sigmoid"}
 DTYPES = {"0": ("float32", 4), "1": ("float64", 8), "2": ("float16", 2), "3": ("bfloat16", 2)}
-OPERAND_BYTES = {"forward": 2, "backward": 3, "double backward": 5}  # elements moved per element
+# Elements moved per output element: each operand read or written once (bias reads are cached).
+OPERAND_BYTES = {"forward": 2, "backward": 3, "double backward": 5, "bias_gelu": 2,
+                 "bias_gelu backward": 3, "geglu": 3, "geglu backward": 5}
 
 
 def find_tool(name):

@@ -143,16 +143,43 @@ GELU_HD V reciprocal(V d) {
   return fma(y, fma(-d, y, V(1.0)), y);
 }
 
-// p(x) = c0 + c1 x + c2 x^2 + ... by Horner's rule. The coefficients are arguments, so that they
-// become immediates in the machine code of both the CPU and the GPU.
-template <class V>
-GELU_HD V horner(V, double c0) {
-  return V(c0);
+// Polynomial coefficient tables, from tools/fit_polynomials.py. On the GPU they live in constant
+// memory, which the multiply-adds read directly; as immediates, every 64-bit constant would cost
+// two extra moves per use.
+#if defined(__CUDACC__)
+#define GELU_COEFFICIENTS(name, ...)                         \
+  static __constant__ double name##_device[] = {__VA_ARGS__}; \
+  static constexpr double name##_host[] = {__VA_ARGS__};
+#else
+#define GELU_COEFFICIENTS(name, ...) static constexpr double name##_host[] = {__VA_ARGS__};
+#endif
+#if defined(__CUDA_ARCH__)
+#define GELU_TABLE(name) name##_device
+#else
+#define GELU_TABLE(name) name##_host
+#endif
+
+// p(x) = c[0] + c[1] x + c[2] x^2 + ... by Horner's rule.
+template <class V, int N>
+GELU_HD V horner(V x, const double (&c)[N]) {
+  V p = V(c[N - 1]);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#else
+#pragma GCC unroll 32
+#endif
+  for (int i = N - 2; i >= 0; --i) p = fma(p, x, V(c[i]));
+  return p;
 }
-template <class V, class... Rest>
-GELU_HD V horner(V x, double c0, Rest... rest) {
-  return fma(horner(x, rest...), x, V(c0));
-}
+
+// e^r = 1 + r + r^2 P(r) on |r| <= ln2/2: P, relative error of e^r 2^-34.2.
+GELU_COEFFICIENTS(kExpPoly, 0.5000000067645418, 0.1666666586941632, 0.041666295085425645,
+                  0.00833349700462535, 0.0013944649093250619, 0.00019790355770667696)
+// W(v) = R(t) (t + 3.5), v = (t - 3.5) / (t + 3.5), t in [0, 15]: relative error 2^-33.3.
+GELU_COEFFICIENTS(kTailPoly, 0.7444160754035303, -0.5655618150102053, 0.31542497370539674,
+                  -0.11605097584606003, 0.017407743616395886, 0.006476796903324575,
+                  -0.0031881870073598075, -0.0004478145289365899, 0.00047194719293442767,
+                  7.236100481745894e-05, -6.387302036649347e-05, -1.987246833063245e-05)
 
 // exp(a) for a <= 0 with relative error below 2^-34; a below -700 (where exp underflows far below
 // every float result) is taken as -700. a = k ln2 + r, |r| <= ln2/2, exp(a) = 2^k e^r.
@@ -167,9 +194,7 @@ GELU_HD V exp_nonpositive(V a) {
   const V k = shifted - V(kRound);
   V r = fma(k, V(-kLn2Hi), a);  // exact: the result needs fewer than 53 bits
   r = fma(k, V(-kLn2Lo), r);
-  // e^r = 1 + r + r^2 P(r), |r| <= ln2/2: P from tools/fit_polynomials.py, relative error 2^-34.2
-  const V p = horner(r, 0.5000000067645418, 0.1666666586941632, 0.041666295085425645,
-                     0.00833349700462535, 0.0013944649093250619, 0.00019790355770667696);
+  const V p = horner(r, GELU_TABLE(kExpPoly));  // e^r = 1 + r + r^2 P(r)
   return times_pow2(fma(r * r, p, r) + V(1.0), shifted);  // k in [-1010, 0]: 2^k is normal
 }
 
@@ -181,12 +206,7 @@ template <class V>
 GELU_HD V scaled_upper_tail(V t) {
   constexpr double kShift = 3.5;
   const V inv = reciprocal(t + V(kShift));
-  const V w = horner((t - V(kShift)) * inv, 0.7444160754035303, -0.5655618150102053,
-                     0.31542497370539674, -0.11605097584606003, 0.017407743616395886,
-                     0.006476796903324575, -0.0031881870073598075, -0.0004478145289365899,
-                     0.00047194719293442767, 7.236100481745894e-05, -6.387302036649347e-05,
-                     -1.987246833063245e-05);
-  return w * inv;
+  return horner((t - V(kShift)) * inv, GELU_TABLE(kTailPoly)) * inv;
 }
 
 template <class V>
@@ -345,6 +365,11 @@ struct ScaledDD {
   DD m;
   int k;
 };
+// e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35: P, relative error of e^r 2^-59.8.
+GELU_COEFFICIENTS(kExpPolyF64, 0.16666666666666669, 0.041666666666666664, 0.008333333333329796,
+                  0.0013888888888886363, 0.00019841269864364933, 2.4801587318080937e-05,
+                  2.7557266442353424e-06, 2.7557281528710364e-07, 2.5101335854788522e-08,
+                  2.0911915299044694e-09)
 GELU_HD ScaledDD exp_dd(DD a) {
   constexpr double kLog2e = 1.4426950408889634074;
   constexpr double kLn2Hi = 0.69314718055994528623;     // ln2 rounded to double
@@ -357,7 +382,7 @@ GELU_HD ScaledDD exp_dd(DD a) {
   const DD r = two_sum(fma(k, -kLn2Hi, a.hi), fma(k, -kLn2Lo, a.lo));
   // e^r = 1 + r + r^2/2 + r^3 P(r): the first three terms in double-double, the rest (< 0.0075)
   // in double. P from tools/fit_polynomials.py: relative error of e^r 2^-59.8.
-  const double p = horner(r.hi, 0.16666666666666669, 0.041666666666666664, 0.008333333333329796, 0.0013888888888886363, 0.00019841269864364933, 2.4801587318080937e-05, 2.7557266442353424e-06, 2.7557281528710364e-07, 2.5101335854788522e-08, 2.0911915299044694e-09);
+  const double p = horner(r.hi, GELU_TABLE(kExpPolyF64));
   const DD one_plus_r = fast_two_sum(1.0, r.hi);
   const DD half_square = two_prod(0.5 * r.hi, r.hi);
   const DD sum = fast_two_sum(one_plus_r.hi, half_square.hi);

@@ -123,7 +123,7 @@ def float64_exp_table(check):
     print(f"// float64 exp: e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35: P of degree {degree}, "
           f"relative error of e^r 2^{float(mp.log(worst, 2)):.1f}")
     if not check:
-        print("    " + ", ".join(repr(float(c)) for c in coeffs))
+        print("GELU_COEFFICIENTS(kExpPolyF64, " + ", ".join(repr(float(c)) for c in coeffs) + ")")
 
 
 def float64_tail_table(check):
@@ -162,7 +162,7 @@ def main():
         if args.check:
             continue
         stored = coeffs[2:] if name == "kExpPoly" else coeffs  # the fixed 1 + r is written out
-        print("    horner(x, " + ", ".join(repr(cv) for cv in stored) + ")")
+        print(f"GELU_COEFFICIENTS({name}, " + ", ".join(repr(cv) for cv in stored) + ")")
 
 
 if __name__ == "__main__":
