@@ -2,6 +2,7 @@
 
     gelu_ext.gelu(x, approximate="none" | "tanh" | "sigmoid")
     gelu_ext.GELU(approximate=...)          # nn.Module
+    gelu_ext.replace_gelu(model)            # swap it into existing models (nn.GELU, Hugging Face)
     torch.ops.gelu_ext.gelu / gelu_backward / gelu_double_backward
 """
 
@@ -13,5 +14,6 @@ from ._version import __version__
 from .functional import gelu
 from .modules import GELU
 from .ops import APPROXIMATIONS
+from .replace import replace_gelu
 
-__all__ = ["gelu", "GELU", "APPROXIMATIONS", "__version__"]
+__all__ = ["gelu", "GELU", "replace_gelu", "APPROXIMATIONS", "__version__"]
