@@ -36,8 +36,7 @@ is called:
 - by exact class: a subclass may override forward, so subclasses are left alone;
 - GELUActivation and GELUTanh only when their `act` attribute is still one of the two callables
   their constructor sets;
-- modules whose `forward` was replaced on the instance (monkey-patched, or kernelized from the
-  Hugging Face kernel hub) are left alone;
+- modules whose `forward` was replaced on the instance (monkey-patched, say) are left alone;
 - modules that already are gelu_ext.GELU (or a subclass) are left alone and not counted.
 
 A module instance shared by several parents (or registered twice in one) is replaced by one
