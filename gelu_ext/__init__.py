@@ -4,6 +4,7 @@
     gelu_ext.GELU(approximate=...)          # nn.Module
     gelu_ext.bias_gelu(x, bias), gelu_ext.geglu(gate, up)   # fused
     gelu_ext.BiasGELU(features), gelu_ext.GEGLU()
+    gelu_ext.replace_gelu(model)            # swap it into existing models (nn.GELU, Hugging Face)
     torch.ops.gelu_ext.*                    # the registered ops
 """
 
@@ -15,6 +16,7 @@ from ._version import __version__
 from .functional import bias_gelu, gelu, geglu
 from .modules import GEGLU, GELU, BiasGELU
 from .ops import APPROXIMATIONS
+from .replace import replace_gelu
 
-__all__ = ["gelu", "bias_gelu", "geglu", "GELU", "BiasGELU", "GEGLU", "APPROXIMATIONS",
-           "__version__"]
+__all__ = ["gelu", "bias_gelu", "geglu", "GELU", "BiasGELU", "GEGLU", "replace_gelu",
+           "APPROXIMATIONS", "__version__"]
