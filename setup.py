@@ -164,7 +164,7 @@ setup(
     cmdclass={"build_ext": build_ext},
     install_requires=["torch>=2.6"],
     extras_require={
-        "test": ["pytest", "numpy", "mpmath"],
+        "test": ["pytest", "numpy", "mpmath", "transformers"],
         "bench": ["numpy", "matplotlib"],
         "hf": ["transformers"],
     },
