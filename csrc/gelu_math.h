@@ -18,13 +18,16 @@
 // tools/fit_polynomials.py, are accurate to 2^-33) and rounded once to the output type. float64
 // inputs go through the *_f64 functions.
 //
-// Non-finite inputs: f(+inf) = +inf, f(-inf) = -0, NaN -> NaN; f'(+inf) = 1, f'(-inf) = 0,
-// f''(+-inf) = 0. Beyond |x| = kSaturation every result is its limit to within far less than the
-// smallest subnormal float, so it is set to the limit and no intermediate ever overflows.
+// Non-finite inputs: f(+inf) = +inf, f(-inf) = -0, NaN -> NaN; f'(+inf) = 1, f'(-inf) = -0,
+// f''(+-inf) = -0 (the limits are approached from below). Beyond |x| = kSaturation every result
+// is its limit to within far less than the smallest subnormal float, so it is set to the limit
+// and no intermediate ever overflows.
 #pragma once
 
 #include <math.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "kernels.h"
 
@@ -153,15 +156,22 @@ GELU_HD V reciprocal(V d) {
 #else
 #define GELU_COEFFICIENTS(name, ...) static constexpr double name##_host[] = {__VA_ARGS__};
 #endif
+#if defined(__CUDACC__)
+#define GELU_COEFFICIENTS_FLOAT(name, ...)                  \
+  static __constant__ float name##_device[] = {__VA_ARGS__}; \
+  static constexpr float name##_host[] = {__VA_ARGS__};
+#else
+#define GELU_COEFFICIENTS_FLOAT(name, ...) static constexpr float name##_host[] = {__VA_ARGS__};
+#endif
 #if defined(__CUDA_ARCH__)
 #define GELU_TABLE(name) name##_device
 #else
 #define GELU_TABLE(name) name##_host
 #endif
 
-// p(x) = c[0] + c[1] x + c[2] x^2 + ... by Horner's rule.
-template <class V, int N>
-GELU_HD V horner(V x, const double (&c)[N]) {
+// p(x) = c[0] + c[1] x + c[2] x^2 + ... by Horner's rule, in the precision of V.
+template <class V, class C, int N>
+GELU_HD V horner(V x, const C (&c)[N]) {
   V p = V(c[N - 1]);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
@@ -247,13 +257,13 @@ template <class V>
 GELU_HD V exact_derivative(V x) {
   const Tail<V> q = tail(x);
   const V lower_part = q.e * (q.r - q.t * V(kInvSqrt2Pi));
-  return saturate(x, select(q.x < V(0.0), lower_part, V(1.0) - lower_part), V(0.0), V(1.0));
+  return saturate(x, select(q.x < V(0.0), lower_part, V(1.0) - lower_part), V(-0.0), V(1.0));
 }
 
 template <class V>
 GELU_HD V exact_second_derivative(V x) {
   const Tail<V> q = tail(x);
-  return saturate(x, q.e * V(kInvSqrt2Pi) * (V(2.0) - q.t * q.t), V(0.0), V(0.0));
+  return saturate(x, q.e * V(kInvSqrt2Pi) * (V(2.0) - q.t * q.t), V(-0.0), V(-0.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,14 +311,14 @@ GELU_HD V gate_forward(V x) {
 template <Approximate A, class V>
 GELU_HD V gate_derivative(V x) {
   const Gate<V> g = gate<A>(x);
-  return saturate(x, fma(g.x * g.ds, g.pq, g.p), V(0.0), V(1.0));
+  return saturate(x, fma(g.x * g.ds, g.pq, g.p), V(-0.0), V(1.0));
 }
 
 template <Approximate A, class V>
 GELU_HD V gate_second_derivative(V x) {
   const Gate<V> g = gate<A>(x);
   const V inner = fma((g.q - g.p) * g.ds, g.ds, g.d2s);
-  return saturate(x, g.pq * fma(g.x, inner, V(2.0) * g.ds), V(0.0), V(0.0));
+  return saturate(x, g.pq * fma(g.x, inner, V(2.0) * g.ds), V(-0.0), V(-0.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -473,7 +483,7 @@ GELU_HD double exact_forward_f64(double x) {
 
 // f' = E (R - t/sqrt(2 pi)) for x < 0, 1 - that for x > 0 (E = exp(-t^2/2)).
 GELU_HD double exact_derivative_f64(double x) {
-  if (fabs(x) > kSaturationExactF64) return x > 0 ? 1.0 : 0.0;
+  if (fabs(x) > kSaturationExactF64) return x > 0 ? 1.0 : -0.0;
   const TailF64 q = tail_f64(x);
   const DD lower = dd_mul(q.gauss.m, dd_add(q.r, dd_neg(dd_mul(kInvSqrt2PiDD, q.t))));
   if (x < 0) return round_scaled(lower, q.gauss.k);
@@ -483,7 +493,7 @@ GELU_HD double exact_derivative_f64(double x) {
 }
 
 GELU_HD double exact_second_derivative_f64(double x) {
-  if (fabs(x) > kSaturationExactF64) return 0.0;
+  if (fabs(x) > kSaturationExactF64) return -0.0;
   const TailF64 q = tail_f64(x);
   const DD two_minus_t2 = dd_add(DD{2.0, 0.0}, dd_neg(q.t_squared));
   return round_scaled(dd_mul(dd_mul(q.gauss.m, kInvSqrt2PiDD), two_minus_t2), q.gauss.k);
@@ -546,7 +556,7 @@ GELU_HD double gate_forward_f64(double x) {
 template <Approximate A>
 GELU_HD double gate_derivative_f64(double x) {
   const GateF64 g = gate_f64<A>(x);
-  if (g.saturated) return x > 0 ? 1.0 : 0.0;
+  if (g.saturated) return x > 0 ? 1.0 : -0.0;
   const DD xs = dd_mul(g.ds, x);
   if (g.s.hi >= 0) {
     const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
@@ -562,7 +572,7 @@ GELU_HD double gate_derivative_f64(double x) {
 template <Approximate A>
 GELU_HD double gate_second_derivative_f64(double x) {
   const GateF64 g = gate_f64<A>(x);
-  if (g.saturated) return 0.0;
+  if (g.saturated) return -0.0;
   const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
   DD q_minus_p = dd_mul(dd_add(DD{1.0, 0.0}, dd_neg(e)), g.inv);
   if (g.s.hi >= 0) q_minus_p = dd_neg(q_minus_p);
@@ -586,6 +596,240 @@ GELU_HD double second_derivative_f64(double x) {
   return A == Approximate::kNone ? exact_second_derivative_f64(x)
                                  : gate_second_derivative_f64<A>(x);
 }
+
+// ---------------------------------------------------------------------------------------------
+// float16 and bfloat16 outputs: float arithmetic with an error bound ("narrow" path).
+//
+// A 16-bit result needs far less than the double path's 2^-32 before its final rounding. The
+// narrow functions compute in float, over a core domain where every intermediate is a normal
+// float, and return the value with a bound on its absolute error. The kernels round
+// value - error and value + error to the 16-bit type: where both agree, that is the correctly
+// rounded result; where not (about one element in 2^11), and outside the core domain
+// (error = inf), they fall back to the double path. Every result is therefore the correctly
+// rounded one, on every platform, whatever reciprocal or exp each uses.
+//
+// F is float here and on the GPU, or a SIMD vector of floats (cpu/simd_*.h).
+
+template <class F>
+struct Bounded {
+  F value, error;  // |value - exact| <= error
+};
+
+// Relative error bounds of the narrow functions over their core domain: the analysis gives
+// about 2^-21.5 (polynomials below 2^-23.3, each float operation 2^-24); checked exhaustively
+// against long double by tools/check_narrow_bounds.cpp. 2^-20 leaves a margin of 2.8.
+constexpr float kNarrowRelativeError = 0x1p-20f;
+// Slack for the roundings of the last products a pass forms (grad * f', gelu(gate) * up, ...).
+constexpr float kNarrowProductError = 0x1p-22f;
+// Absolute slack for results in float's subnormal range, whose roundings are absolute (2^-150):
+// the smallest normal float, far below any float16 result, and which sends bfloat16 results
+// below it to the double path. (A subnormal constant here would slow every operation on the CPU.)
+constexpr float kNarrowAbsoluteError = 0x1p-126f;
+
+// e^r = 1 + r + r^2 P(r), |r| <= 0.35: P in float, relative error of e^r 2^-27.6.
+GELU_COEFFICIENTS_FLOAT(kNarrowExpPoly, 0.4999999403953552f, 0.16666515171527863f,
+                        0.04166845604777336f, 0.008369410410523415f, 0.001381315989419818f)
+// W(v) = R(t) (t + 2.5), v = (t - 2.5) / (t + 2.5), t in [0, 8.5]: relative error 2^-23.4.
+GELU_COEFFICIENTS_FLOAT(kNarrowTailPoly, 0.7066566944122314f, -0.4336925446987152f,
+                        0.1319839060306549f, 0.009248900227248669f, -0.0163460373878479f,
+                        -0.0016689477488398552f, 0.002331334399059415f, 0.0007384094060398638f)
+
+GELU_HD float select(bool c, float a, float b) { return c ? a : b; }
+
+// value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
+GELU_HD float times_pow2(float value, float shifted) {
+  return value * float_from_bits((float_bits(shifted) - 0x4B400000u + 127u) << 23);
+}
+
+// 1/d to a relative error below 2^-22: the GPU's approximate reciprocal; on the CPU, a division
+// (SIMD lanes use their own approximations of at least this accuracy).
+GELU_HD float approximate_reciprocal(float d) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  return r;
+#else
+  return 1.0f / d;
+#endif
+}
+
+// exp(a) for a in [-80, 0], relative error below 2^-22.
+template <class F>
+GELU_HD F narrow_exp(F a) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<F, float>::value) {
+    // 2^(a log2e) on the special-function unit (relative error about 2^-22), with the product
+    // carried as u + u_lo so that no rounding of it reaches the exponent.
+    constexpr float kLog2eHi = 1.44269502f, kLog2eLo = 1.925963033e-08f, kLn2 = 0.693147182f;
+    const float u = a * kLog2eHi;
+    const float u_lo = fma(a, kLog2eHi, -u) + a * kLog2eLo;
+    float p;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(p) : "f"(u));
+    return fma(p, u_lo * kLn2, p);
+  }
+#endif
+  constexpr float kLog2e = 1.44269504f, kRound = 12582912.0f;  // 1.5 * 2^23
+  constexpr float kLn2Hi = 0.693145751953125f;  // 16 significant bits: k * kLn2Hi is exact
+  constexpr float kLn2Lo = 1.4286068203094173e-06f;  // ln2 - kLn2Hi
+  const F shifted = fma(a, F(kLog2e), F(kRound));
+  const F k = shifted - F(kRound);
+  F r = fma(k, F(-kLn2Hi), a);
+  r = fma(k, F(-kLn2Lo), r);
+  return times_pow2(fma(r * r, horner(r, GELU_TABLE(kNarrowExpPoly)), r) + F(1.0f), shifted);
+}
+
+// R(t) = exp(t^2/2) Q(t) for t in [0, 8.5], relative error below 2^-21.5.
+template <class F>
+GELU_HD F narrow_upper_tail(F t) {
+  const F inv = approximate_reciprocal(t + F(2.5f));
+  return horner((t - F(2.5f)) * inv, GELU_TABLE(kNarrowTailPoly)) * inv;
+}
+
+// Core domains: where every intermediate is a normal float and the error bounds hold. Beyond
+// them the double path takes over, so the computation below may produce anything there.
+constexpr float kNarrowCoreExact = 8.0f, kNarrowCoreTanh = 4.5f, kNarrowCoreSigmoid = 9.0f;
+
+template <Approximate A>
+constexpr float narrow_core() {
+  return A == Approximate::kNone ? kNarrowCoreExact
+                                 : A == Approximate::kTanh ? kNarrowCoreTanh : kNarrowCoreSigmoid;
+}
+
+// Outside the core domain: value x (finite, so that value -+ inf round apart) and an infinite
+// error, which sends the element to the double path. NaN stays NaN with a NaN error: both of its
+// roundings are NaN, which is the right result.
+template <Approximate A, class F>
+GELU_HD void narrow_outside_core(F x, Bounded<F>& f, Bounded<F>& d1) {
+  const auto outside = fabs(x) > F(narrow_core<A>());
+  const F inf = F(__builtin_huge_valf());
+  f.value = select(outside, x, f.value);
+  f.error = select(outside, inf, f.error);
+  d1.value = select(outside, x, d1.value);
+  d1.error = select(outside, inf, d1.error);
+}
+
+// exact: as exact_forward / exact_derivative, with t^2 split exactly so that exp sees no
+// rounding error in its argument.
+template <class F>
+GELU_HD void narrow_exact(F xc, Bounded<F>& f, Bounded<F>& d1) {
+  const F t = fabs(xc);
+  const F t2 = t * t, t2_error = fma(t, t, -t2);
+  F e = narrow_exp(F(-0.5f) * t2);
+  e = fma(e, F(-0.5f) * t2_error, e);
+  const F r = narrow_upper_tail(t);
+  const F upper = e * r;                          // Q(t)
+  const F density = e * t * F(0.3989422917366028f);  // t phi(t)
+  const auto negative = xc < F(0.0f);
+  f.value = xc * select(negative, upper, F(1.0f) - upper);
+  f.error = fma(fabs(f.value), F(kNarrowRelativeError), F(kNarrowAbsoluteError));
+  const F lower = upper - density;                // f' for x < 0; 1 - f' for x > 0
+  d1.value = select(negative, lower, F(1.0f) - lower);
+  d1.error = (upper + density) * F(kNarrowRelativeError) + fabs(d1.value) * F(kNarrowProductError);
+}
+
+// tanh and sigmoid: s = x w(x) carried as s_hi + s_lo, so that exp(-|s|) sees its argument to
+// far below an ulp: its relative error would otherwise be |s| 2^-24.
+template <Approximate A, class F>
+GELU_HD void narrow_gate(F xc, Bounded<F>& f, Bounded<F>& d1) {
+  F s_hi, s_lo, ds;
+  if (A == Approximate::kTanh) {
+    // w = c1 + c3 x^2 in double-float, then s = x w.
+    constexpr float kC1Hi = 1.5957691669464111f, kC1Lo = -4.534068054340423e-08f;  // 2 sqrt(2/pi)
+    constexpr float kC3Hi = 0.07135481387376785f, kC3Lo = 2.3988324659995897e-09f;  // * 0.044715
+    const F x2 = xc * xc, x2_lo = fma(xc, xc, -x2);
+    const F c3x2 = F(kC3Hi) * x2;
+    const F c3x2_lo = fma(F(kC3Hi), x2, -c3x2) + fma(F(kC3Hi), x2_lo, F(kC3Lo) * x2);
+    const F w = F(kC1Hi) + c3x2;                    // |c1| > |c3 x^2| in the core domain
+    const F w_lo = ((F(kC1Hi) - w) + c3x2) + (F(kC1Lo) + c3x2_lo);
+    s_hi = xc * w;
+    s_lo = fma(xc, w, -s_hi) + xc * w_lo;
+    ds = fma(F(3.0f * kC3Hi), x2, F(kC1Hi));
+  } else {
+    constexpr float kHi = 1.7020000219345093f, kLo = -2.1934509319976314e-08f;  // 1.702
+    s_hi = xc * F(kHi);
+    s_lo = fma(xc, F(kHi), -s_hi) + xc * F(kLo);
+    ds = F(kHi);
+  }
+  const auto nonnegative = s_hi >= F(0.0f);
+  F e = narrow_exp(-fabs(s_hi));                    // exp(-|s|) = exp(-|s_hi|) (1 -+ s_lo)
+  e = fma(e, select(nonnegative, -s_lo, s_lo), e);
+  const F inv = approximate_reciprocal(F(1.0f) + e);
+  const F small = e * inv;
+  const F p = select(nonnegative, inv, small);
+  f.value = xc * p;
+  f.error = fma(fabs(f.value), F(kNarrowRelativeError), F(kNarrowAbsoluteError));
+  const F slope = xc * ds * small * inv;            // x s' p q
+  d1.value = p + slope;
+  d1.error = (p + fabs(slope)) * F(kNarrowRelativeError);
+}
+
+template <Approximate A, class F>
+GELU_HD void narrow_value_and_derivative(F x, Bounded<F>& f, Bounded<F>& d1) {
+  if (A == Approximate::kNone) narrow_exact(x, f, d1);
+  else narrow_gate<A>(x, f, d1);
+  narrow_outside_core<A>(x, f, d1);
+}
+
+// The passes the narrow path serves (the double backward always takes the double path), each
+// output with its error bound. bias_gelu's sum must be exact in float, or the error is inf.
+template <Pass P>
+constexpr bool has_narrow_path() {
+  return P == Pass::kForward || P == Pass::kBackward || P == Pass::kBiasForward ||
+         P == Pass::kBiasBackward || P == Pass::kGegluForward || P == Pass::kGegluBackward;
+}
+
+template <class F>
+GELU_HD Bounded<F> narrow_product(F a, Bounded<F> b) {  // a * b, a exact
+  const F value = a * b.value;
+  const F rounding = fma(fabs(value), F(kNarrowProductError), F(kNarrowAbsoluteError));
+  return Bounded<F>{value, fma(fabs(a), b.error, rounding)};
+}
+
+// z = x + b and, where the float sum is inexact, an infinite error to force the double path.
+template <class F>
+GELU_HD F narrow_sum(F x, F b, F& inexact) {
+  const F z = x + b;
+  const F bb = z - x;
+  const F error = (x - (z - bb)) + (b - bb);
+  inexact = select(error != F(0.0f), F(__builtin_huge_valf()), F(0.0f));
+  return z;
+}
+
+template <Pass P, Approximate A>
+struct NarrowPassMath {
+  template <class F>
+  GELU_HD static void apply(const F* in, Bounded<F>* out) {
+    Bounded<F> f, d1;
+    if constexpr (P == Pass::kForward) {
+      narrow_value_and_derivative<A>(in[0], f, d1);
+      out[0] = f;
+    } else if constexpr (P == Pass::kBackward) {
+      narrow_value_and_derivative<A>(in[1], f, d1);
+      out[0] = narrow_product(in[0], d1);
+    } else if constexpr (P == Pass::kBiasForward) {
+      F inexact;
+      narrow_value_and_derivative<A>(narrow_sum(in[0], in[1], inexact), f, d1);
+      out[0] = Bounded<F>{f.value, f.error + inexact};
+    } else if constexpr (P == Pass::kBiasBackward) {
+      F inexact;
+      narrow_value_and_derivative<A>(narrow_sum(in[1], in[2], inexact), f, d1);
+      out[0] = narrow_product(in[0], d1);
+      out[0].error = out[0].error + inexact;
+    } else if constexpr (P == Pass::kGegluForward) {
+      narrow_value_and_derivative<A>(in[0], f, d1);
+      out[0] = narrow_product(in[1], f);
+    } else if constexpr (P == Pass::kGegluBackward) {
+      narrow_value_and_derivative<A>(in[1], f, d1);
+      // grad * up is exact in float for 16-bit data unless it under- or overflows.
+      const F grad_up = in[0] * in[2];
+      const F inexact = select(fma(in[0], in[2], -grad_up) != F(0.0f), F(__builtin_huge_valf()),
+                               F(0.0f));
+      out[0] = narrow_product(grad_up, d1);
+      out[0].error = out[0].error + inexact;
+      out[1] = narrow_product(in[0], f);
+    }
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Dispatch on the variant and on the input precision (kFloat64: float64 inputs, V = double).

@@ -10,8 +10,25 @@ namespace gelu_ext {
 namespace cpu {
 namespace portable {
 
+struct NarrowLanes {
+  using F = float;
+  using Bits = uint16_t;
+  static constexpr int kWidth = 1;
+
+  static float load(const Float16* p) { return c10::detail::fp16_ieee_to_fp32_value(p->bits); }
+  static float load(const BFloat16* p) { return c10::detail::f32_from_bits(p->bits); }
+  static Bits round(const Float16*, float v) { return c10::detail::fp16_ieee_from_fp32_value(v); }
+  static Bits round(const BFloat16*, float v) { return c10::detail::round_to_nearest_even(v); }
+  static bool same(Bits a, Bits b) { return a == b; }
+  template <class T>
+  static void store(T* p, Bits bits) {
+    p->bits = bits;
+  }
+};
+
 struct Lanes {
   using V = double;
+  using Narrow = NarrowLanes;
   static constexpr int kWidth = 1;
 
   static double load(const double* p) { return *p; }

@@ -20,10 +20,40 @@ namespace GELU_ISA {
 template <class L, Pass P, Approximate A, class T>
 struct Kernel {
   static constexpr bool kFloat64 = std::is_same<T, double>::value;
+  static constexpr bool kNarrow = (std::is_same<T, Float16>::value ||
+                                   std::is_same<T, BFloat16>::value) && math::has_narrow_path<P>();
   using M = math::PassMath<P, A, kFloat64>;
+  using N = typename L::Narrow;
   static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
-  // float64 runs double-double scalar code; the other types run double lanes.
-  static constexpr int kWidth = kFloat64 ? 1 : L::kWidth;
+  // Elements per step: float lanes for the narrow path of 16-bit data, one for float64's
+  // double-double scalar code, double lanes otherwise.
+  static constexpr int kWidth = kNarrow ? N::kWidth : kFloat64 ? 1 : L::kWidth;
+
+  // The narrow path (gelu_math.h), with the double path for a step whose rounding test fails.
+  __attribute__((always_inline)) static void narrow_step(char* const* p, int64_t i) {
+    typename N::F in[kIn];
+    math::Bounded<typename N::F> out[kOut];
+    for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
+    math::NarrowPassMath<P, A>::apply(in, out);
+    typename N::Bits bits[kOut];
+    bool correctly_rounded = true;
+    for (int k = 0; k < kOut; ++k) {
+      const T* tag = nullptr;
+      bits[k] = N::round(tag, out[k].value);
+      correctly_rounded &= N::same(N::round(tag, out[k].value - out[k].error),
+                                   N::round(tag, out[k].value + out[k].error));
+    }
+    if (correctly_rounded) {
+      for (int k = 0; k < kOut; ++k) N::store(reinterpret_cast<T*>(p[k]) + i, bits[k]);
+      return;
+    }
+    for (int j = 0; j < N::kWidth; j += L::kWidth) vector(p, i + j);
+  }
+
+  __attribute__((always_inline)) static void step(char* const* p, int64_t i) {
+    if constexpr (kNarrow) narrow_step(p, i);
+    else vector(p, i);
+  }
 
   __attribute__((always_inline)) static void vector(char* const* p, int64_t i) {
     if constexpr (kFloat64) {
@@ -44,10 +74,10 @@ struct Kernel {
   static void contiguous(char* const* p, int64_t n) {
     int64_t i = 0;
     for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
-      vector(p, i);
-      vector(p, i + kWidth);
+      step(p, i);
+      step(p, i + kWidth);
     }
-    for (; i + kWidth <= n; i += kWidth) vector(p, i);
+    for (; i + kWidth <= n; i += kWidth) step(p, i);
     if (i == n) return;
     T pad[kOperands][kWidth] = {};
     char* padded[kOperands];
@@ -56,7 +86,7 @@ struct Kernel {
       padded[k] = reinterpret_cast<char*>(pad[k]);
       if (k >= kOut) std::memcpy(pad[k], p[k] + i * sizeof(T), rest * sizeof(T));
     }
-    vector(padded, 0);
+    step(padded, 0);
     for (int k = 0; k < kOut; ++k) std::memcpy(p[k] + i * sizeof(T), pad[k], rest * sizeof(T));
   }
 

@@ -50,8 +50,85 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   return Vec(_mm256_mul_pd(value.v, _mm256_castsi256_pd(_mm256_slli_epi64(k, 52))));
 }
 
+// ---------------------------------------------------------------------------------------------
+// 8 floats, for the narrow path of float16 and bfloat16 data.
+
+struct MaskF {
+  __m256 m;  // all ones where true
+};
+
+struct VecF {
+  __m256 v;
+  VecF() = default;
+  VecF(float f) : v(_mm256_set1_ps(f)) {}  // NOLINT: constants broadcast implicitly
+  explicit VecF(__m256 x) : v(x) {}
+};
+
+GELU_SIMD VecF operator+(VecF a, VecF b) { return VecF(_mm256_add_ps(a.v, b.v)); }
+GELU_SIMD VecF operator-(VecF a, VecF b) { return VecF(_mm256_sub_ps(a.v, b.v)); }
+GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm256_mul_ps(a.v, b.v)); }
+GELU_SIMD VecF operator-(VecF a) { return VecF(_mm256_xor_ps(a.v, _mm256_set1_ps(-0.0f))); }
+GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm256_fmadd_ps(a.v, b.v, c.v)); }
+GELU_SIMD VecF fabs(VecF a) { return VecF(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)); }
+GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
+GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }
+GELU_SIMD MaskF operator>=(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_GE_OQ)}; }
+// Unordered: true where either side is NaN, like the scalar operator.
+GELU_SIMD MaskF operator!=(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_NEQ_UQ)}; }
+GELU_SIMD VecF select(MaskF c, VecF a, VecF b) { return VecF(_mm256_blendv_ps(b.v, a.v, c.m)); }
+
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see gelu_math.h).
+GELU_SIMD VecF times_pow2(VecF value, VecF shifted) {
+  const __m256i k = _mm256_sub_epi32(_mm256_castps_si256(shifted.v),
+                                     _mm256_set1_epi32(0x4B400000 - 127));
+  return VecF(_mm256_mul_ps(value.v, _mm256_castsi256_ps(_mm256_slli_epi32(k, 23))));
+}
+
+// 1/d to 2^-22: the 12-bit estimate refined by one Newton step.
+GELU_SIMD VecF approximate_reciprocal(VecF d) {
+  const __m256 y = _mm256_rcp_ps(d.v);
+  return VecF(_mm256_fmadd_ps(y, _mm256_fnmadd_ps(d.v, y, _mm256_set1_ps(1.0f)), y));
+}
+
+struct NarrowLanes {
+  using F = VecF;
+  using Bits = __m128i;  // 8 x 16-bit
+  static constexpr int kWidth = 8;
+
+  GELU_SIMD static VecF load(const Float16* p) {
+    return VecF(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  GELU_SIMD static VecF load(const BFloat16* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return VecF(_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+  }
+  // Rounded to nearest even in the 16-bit type (NaN: 0x7FC0 for bfloat16).
+  GELU_SIMD static Bits round(const Float16*, VecF v) {
+    return _mm256_cvtps_ph(v.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  GELU_SIMD static Bits round(const BFloat16*, VecF v) {
+    const __m256i u = _mm256_castps_si256(v.v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, lsb), _mm256_set1_epi32(0x7FFF)), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v.v, v.v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  }
+  GELU_SIMD static bool same(Bits a, Bits b) {
+    return _mm_movemask_epi8(_mm_cmpeq_epi16(a, b)) == 0xFFFF;
+  }
+  template <class T>
+  GELU_SIMD static void store(T* p, Bits bits) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bits);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// 4 doubles, for everything else.
+
 struct Lanes {
   using V = Vec;
+  using Narrow = NarrowLanes;
   static constexpr int kWidth = 4;
 
   GELU_SIMD static Vec load(const double* p) { return Vec(_mm256_loadu_pd(p)); }

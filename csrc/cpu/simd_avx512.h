@@ -50,8 +50,84 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   return Vec(_mm512_mul_pd(value.v, _mm512_castsi512_pd(_mm512_slli_epi64(k, 52))));
 }
 
+// ---------------------------------------------------------------------------------------------
+// 16 floats, for the narrow path of float16 and bfloat16 data.
+
+struct MaskF {
+  __mmask16 m;
+};
+
+struct VecF {
+  __m512 v;
+  VecF() = default;
+  VecF(float f) : v(_mm512_set1_ps(f)) {}  // NOLINT: constants broadcast implicitly
+  explicit VecF(__m512 x) : v(x) {}
+};
+
+GELU_SIMD VecF operator+(VecF a, VecF b) { return VecF(_mm512_add_ps(a.v, b.v)); }
+GELU_SIMD VecF operator-(VecF a, VecF b) { return VecF(_mm512_sub_ps(a.v, b.v)); }
+GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm512_mul_ps(a.v, b.v)); }
+GELU_SIMD VecF operator-(VecF a) { return VecF(_mm512_xor_ps(a.v, _mm512_set1_ps(-0.0f))); }
+GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm512_fmadd_ps(a.v, b.v, c.v)); }
+GELU_SIMD VecF fabs(VecF a) { return VecF(_mm512_abs_ps(a.v)); }
+GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ)}; }
+GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ)}; }
+GELU_SIMD MaskF operator>=(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_GE_OQ)}; }
+// Unordered: true where either side is NaN, like the scalar operator.
+GELU_SIMD MaskF operator!=(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_NEQ_UQ)}; }
+GELU_SIMD VecF select(MaskF c, VecF a, VecF b) { return VecF(_mm512_mask_blend_ps(c.m, b.v, a.v)); }
+
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see gelu_math.h).
+GELU_SIMD VecF times_pow2(VecF value, VecF shifted) {
+  const __m512i k = _mm512_sub_epi32(_mm512_castps_si512(shifted.v),
+                                     _mm512_set1_epi32(0x4B400000 - 127));
+  return VecF(_mm512_mul_ps(value.v, _mm512_castsi512_ps(_mm512_slli_epi32(k, 23))));
+}
+
+// 1/d to 2^-28: the 14-bit estimate refined by one Newton step.
+GELU_SIMD VecF approximate_reciprocal(VecF d) {
+  const __m512 y = _mm512_rcp14_ps(d.v);
+  return VecF(_mm512_fmadd_ps(y, _mm512_fnmadd_ps(d.v, y, _mm512_set1_ps(1.0f)), y));
+}
+
+struct NarrowLanes {
+  using F = VecF;
+  using Bits = __m256i;  // 16 x 16-bit
+  static constexpr int kWidth = 16;
+
+  GELU_SIMD static VecF load(const Float16* p) {
+    return VecF(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  }
+  GELU_SIMD static VecF load(const BFloat16* p) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return VecF(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
+  }
+  // Rounded to nearest even in the 16-bit type (NaN: 0x7FC0 for bfloat16).
+  GELU_SIMD static Bits round(const Float16*, VecF v) {
+    return _mm512_cvtps_ph(v.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  GELU_SIMD static Bits round(const BFloat16*, VecF v) {
+    const __m512i u = _mm512_castps_si512(v.v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, lsb), _mm512_set1_epi32(0x7FFF)), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v.v, v.v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
+    return _mm512_cvtepi32_epi16(r);
+  }
+  GELU_SIMD static bool same(Bits a, Bits b) {
+    return _mm256_cmpneq_epi16_mask(a, b) == 0;
+  }
+  template <class T>
+  GELU_SIMD static void store(T* p, Bits bits) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// 8 doubles, for everything else.
+
 struct Lanes {
   using V = Vec;
+  using Narrow = NarrowLanes;
   static constexpr int kWidth = 8;
 
   GELU_SIMD static Vec load(const double* p) { return Vec(_mm512_loadu_pd(p)); }

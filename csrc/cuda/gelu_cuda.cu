@@ -50,10 +50,52 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
+// Bits of the nearest 16-bit value, to compare two roundings.
+__device__ __forceinline__ unsigned short bits_of(__half h) { return __half_as_ushort(h); }
+__device__ __forceinline__ unsigned short bits_of(__nv_bfloat16 h) {
+  return __bfloat16_as_ushort(h);
+}
+__device__ __forceinline__ __half round_to(__half, float v) { return __float2half_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 round_to(__nv_bfloat16, float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// The narrow (float) path of gelu_math.h for 16-bit data: stores the correctly rounded results
+// and returns true, or returns false where its rounding test fails (the caller then takes the
+// double path).
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ bool apply_narrow(const typename Storage<D>::T (*in)[N],
+                                             typename Storage<D>::T (*out)[N], int e) {
+  using M = math::PassMath<P, A, false>;
+  using T = typename Storage<D>::T;
+  float a[M::kInputs];
+  math::Bounded<float> b[M::kOutputs];
+#pragma unroll
+  for (int k = 0; k < M::kInputs; ++k) a[k] = static_cast<float>(Storage<D>::load(in[k][e]));
+  math::NarrowPassMath<P, A>::apply(a, b);
+  bool correctly_rounded = true;
+#pragma unroll
+  for (int k = 0; k < M::kOutputs; ++k) {
+    out[k][e] = round_to(T(), b[k].value);
+    correctly_rounded &= bits_of(round_to(T(), b[k].value - b[k].error)) ==
+                         bits_of(round_to(T(), b[k].value + b[k].error));
+  }
+  return correctly_rounded;
+}
+
 // Applies pass P to element e of the operand values held in registers.
 template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)[N],
                                               typename Storage<D>::T (*out)[N], int e) {
+  constexpr bool kNarrow = (D == DType::kFloat16 || D == DType::kBFloat16) &&
+                           math::has_narrow_path<P>();
+  if constexpr (kNarrow) {
+    const bool done = apply_narrow<P, A, D, N>(in, out, e);
+#if defined(GELU_SASS_NARROW_ONLY)  // bench/sass_report.py: count the narrow path alone
+    return;
+#endif
+    if (done) return;
+  }
   using M = math::PassMath<P, A, D == DType::kFloat64>;
   double a[M::kInputs], b[M::kOutputs];
 #pragma unroll

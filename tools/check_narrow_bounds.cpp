@@ -1,0 +1,104 @@
+// Checks the error bounds of gelu_math.h's narrow (float) path against long double, for every
+// float x in each variant's core domain (or every `step`-th one): the bound must hold everywhere,
+// since the kernels' rounding test relies on it. Prints, per variant and function, the largest
+// |value - exact| / error (must stay below 1) and the largest relative error.
+//
+//   g++ -O2 -std=c++17 -ffp-contract=off -I csrc tools/check_narrow_bounds.cpp -o /tmp/check \
+//       -lpthread && /tmp/check [step]
+//
+// This checks the portable code (scalar float, IEEE division). The vector kernels use other
+// reciprocals and the GPU other exp and reciprocal instructions; tests/test_cpu_kernels.py and
+// bench/gpu_check.sh check those exhaustively on 16-bit inputs.
+#include <math.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "gelu_math.h"
+
+using namespace gelu_ext;
+using ld = long double;
+
+namespace {
+
+constexpr ld kPi = 3.141592653589793238462643383279502884L;
+
+void exact(ld x, Approximate a, ld& f, ld& d1) {
+  if (a == Approximate::kNone) {
+    const ld cdf = 0.5L * erfcl(-x / sqrtl(2.0L)), pdf = expl(-0.5L * x * x) / sqrtl(2 * kPi);
+    f = x * cdf;
+    d1 = cdf + x * pdf;
+    return;
+  }
+  ld s, ds;
+  if (a == Approximate::kTanh) {
+    const ld c = 2 * sqrtl(2 / kPi), k = 0.044715L;
+    s = c * (x + k * x * x * x);
+    ds = c * (1 + 3 * k * x * x);
+  } else {
+    s = 1.702L * x;
+    ds = 1.702L;
+  }
+  const ld e = expl(-fabsl(s)), p = s >= 0 ? 1 / (1 + e) : e / (1 + e);
+  f = x * p;
+  d1 = p + x * ds * e / ((1 + e) * (1 + e));
+}
+
+template <Approximate A>
+void check(uint64_t step) {
+  const float core = math::narrow_core<A>();
+  uint32_t top;
+  memcpy(&top, &core, 4);
+  const int threads = 2;
+  std::vector<double> ratio_f(threads), ratio_d(threads), rel_f(threads);
+  std::vector<float> worst_f(threads), worst_d(threads);
+  std::vector<std::thread> pool;
+  for (int id = 0; id < threads; ++id) {
+    pool.emplace_back([&, id] {
+      for (uint64_t b = id * step; b <= top; b += threads * step) {
+        for (int sign = 0; sign < 2; ++sign) {
+          const uint32_t bits = static_cast<uint32_t>(b) | (sign ? 0x80000000u : 0u);
+          float x;
+          memcpy(&x, &bits, 4);
+          math::Bounded<float> f, d1;
+          math::narrow_value_and_derivative<A>(x, f, d1);
+          if (!(f.error < INFINITY)) continue;
+          ld ef, ed;
+          exact(x, A, ef, ed);
+          const double rf = f.error > 0 ? static_cast<double>(fabsl(f.value - ef) / f.error) : 0;
+          const double rd = static_cast<double>(fabsl(d1.value - ed) / d1.error);
+          if (rf > ratio_f[id]) ratio_f[id] = rf, worst_f[id] = x;
+          if (rd > ratio_d[id]) ratio_d[id] = rd, worst_d[id] = x;
+          if (fabsl(ef) > 1e-30L)  // relative errors of float-normal results
+            rel_f[id] = fmax(rel_f[id], static_cast<double>(fabsl(f.value / ef - 1)));
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  double rf = 0, rd = 0, relf = 0;
+  float wf = 0, wd = 0;
+  for (int id = 0; id < threads; ++id) {
+    if (ratio_f[id] > rf) rf = ratio_f[id], wf = worst_f[id];
+    if (ratio_d[id] > rd) rd = ratio_d[id], wd = worst_d[id];
+    relf = fmax(relf, rel_f[id]);
+  }
+  printf("%-8s |x| <= %-4g f: max error/bound %.3f (x=%.8g), max relative error 2^%.2f;  "
+         "f': max error/bound %.3f (x=%.8g)\n",
+         A == Approximate::kNone ? "none" : A == Approximate::kTanh ? "tanh" : "sigmoid", core,
+         rf, wf, relf > 0 ? log2(relf) : -999.0, rd, wd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint64_t step = argc > 1 ? strtoull(argv[1], nullptr, 10) : 1;
+  check<Approximate::kNone>(step);
+  check<Approximate::kTanh>(step);
+  check<Approximate::kSigmoid>(step);
+}
