@@ -111,15 +111,17 @@ def float32_chunks(chunk_bits=24):
 
 
 def exact_values(x, variant, direction):
-    """The exact value at x as a float64 pair hi + lo, and the error scale: torch float64 for
-    inputs of 32 bits or fewer (lo = 0), mpmath for float64 inputs."""
+    """The exact value at x as a float64 pair hi + lo, and the error scale, on x's device: torch
+    float64 for inputs of 32 bits or fewer (lo = 0), mpmath for float64 inputs."""
     index = DIRECTIONS.index(direction)
     if x.dtype == torch.float64:
+        x = x.cpu()
         import mpmath as mp
         values = [mp_reference(v, variant)[index] for v in x.tolist()]
         exact = torch.tensor([float(v) for v in values], dtype=torch.float64)
         with mp.workdps(50):
             lo = torch.tensor([float(v - mp.mpf(float(v))) for v in values], dtype=torch.float64)
+        exact, lo = exact.to(x.device), lo.to(x.device)
     else:
         exact = torch_reference(x, variant)[index]
         lo = torch.zeros_like(exact)
@@ -163,15 +165,14 @@ def run_case(device, dtype, variant, direction, exhaustive, plot_data):
     total = (1 << 8) if exhaustive and dtype == torch.float32 else 1
     start = time.time()
     for n, x in enumerate(chunks):
+        # Everything on the device: on a GPU the float64 reference is computed there too.
+        x = x.to(device)
         x = x[x.isfinite()]
         exact, exact_lo, scale = exact_values(x, variant, direction)
-        xd = x.to(device)
-        y_mine = ours(xd, variant, direction).cpu()
-        y_theirs = baseline(xd, variant, direction).cpu()
-        e_mine = mine.add(x, y_mine, exact, exact_lo, scale, dtype)
-        e_theirs = theirs.add(x, y_theirs, exact, exact_lo, scale, dtype)
+        e_mine = mine.add(x, ours(x, variant, direction), exact, exact_lo, scale, dtype)
+        e_theirs = theirs.add(x, baseline(x, variant, direction), exact, exact_lo, scale, dtype)
         if plot_data is not None and n == 0:
-            plot_data[(dtype, variant, direction)] = (x, e_mine, e_theirs)
+            plot_data[(dtype, variant, direction)] = (x.cpu(), e_mine.cpu(), e_theirs.cpu())
         if total > 1:
             done = (n + 1) / total
             eta = (time.time() - start) / done * (1 - done)
@@ -243,6 +244,7 @@ def main():
                         help="folder for accuracy.md and accuracy.png")
     parser.add_argument("--no-validate", action="store_true",
                         help="skip validating the float64 reference against mpmath")
+    parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
     args = parser.parse_args()
     devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     os.makedirs(args.out, exist_ok=True)
@@ -279,7 +281,8 @@ def main():
     with open(md, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {md}")
-    plot(plot_data, os.path.join(args.out, f"accuracy{suffix}.png"))
+    if not args.no_plot:
+        plot(plot_data, os.path.join(args.out, f"accuracy{suffix}.png"))
 
 
 if __name__ == "__main__":

@@ -245,8 +245,7 @@ GELU_HD Tail<V> tail(V x) {
 }
 
 template <class V>
-GELU_HD V exact_forward(V x) {
-  const Tail<V> q = tail(x);
+GELU_HD V exact_forward(V x, const Tail<V>& q) {
   const V upper = q.e * q.r;  // Q(t)
   const V cdf = select(q.x < V(0.0), upper, V(1.0) - upper);
   return saturate(x, q.x * cdf, V(-0.0), x);
@@ -254,15 +253,13 @@ GELU_HD V exact_forward(V x) {
 
 // For x < 0, f' = Q(t) - t phi(t) = E (R - t/sqrt(2pi)); for x > 0, f' = 1 - that.
 template <class V>
-GELU_HD V exact_derivative(V x) {
-  const Tail<V> q = tail(x);
+GELU_HD V exact_derivative(V x, const Tail<V>& q) {
   const V lower_part = q.e * (q.r - q.t * V(kInvSqrt2Pi));
   return saturate(x, select(q.x < V(0.0), lower_part, V(1.0) - lower_part), V(-0.0), V(1.0));
 }
 
 template <class V>
-GELU_HD V exact_second_derivative(V x) {
-  const Tail<V> q = tail(x);
+GELU_HD V exact_second_derivative(V x, const Tail<V>& q) {
   return saturate(x, q.e * V(kInvSqrt2Pi) * (V(2.0) - q.t * q.t), V(-0.0), V(-0.0));
 }
 
@@ -302,21 +299,18 @@ GELU_HD Gate<V> gate(V x) {
   return g;
 }
 
-template <Approximate A, class V>
-GELU_HD V gate_forward(V x) {
-  const Gate<V> g = gate<A>(x);
+template <class V>
+GELU_HD V gate_forward(V x, const Gate<V>& g) {
   return saturate(x, g.x * g.p, V(-0.0), x);
 }
 
-template <Approximate A, class V>
-GELU_HD V gate_derivative(V x) {
-  const Gate<V> g = gate<A>(x);
+template <class V>
+GELU_HD V gate_derivative(V x, const Gate<V>& g) {
   return saturate(x, fma(g.x * g.ds, g.pq, g.p), V(-0.0), V(1.0));
 }
 
-template <Approximate A, class V>
-GELU_HD V gate_second_derivative(V x) {
-  const Gate<V> g = gate<A>(x);
+template <class V>
+GELU_HD V gate_second_derivative(V x, const Gate<V>& g) {
   const V inner = fma((g.q - g.p) * g.ds, g.ds, g.d2s);
   return saturate(x, g.pq * fma(g.x, inner, V(2.0) * g.ds), V(-0.0), V(-0.0));
 }
@@ -450,6 +444,8 @@ GELU_HD DD tail_factor_f64(double t) {
 
 constexpr DD kInvSqrt2PiDD = {0.3989422804014327, -2.49232720227773e-17};  // 1/sqrt(2 pi)
 
+constexpr double kSaturationExactF64 = 40.0;  // Q(40) = 1e-349: Phi is 0 or 1 in double
+
 // Q(t) = m 2^k (the upper tail) for t = |x| <= 40, and the pieces it is made of.
 struct TailF64 {
   double t;
@@ -459,7 +455,8 @@ struct TailF64 {
 };
 GELU_HD TailF64 tail_f64(double x) {
   TailF64 q;
-  q.t = fabs(x);
+  // Clamped (the callers return the limits beyond), NaN kept.
+  q.t = fabs(x) > kSaturationExactF64 ? kSaturationExactF64 : fabs(x);
   q.t_squared = two_prod(q.t, q.t);
   q.gauss = exp_dd(DD{-0.5 * q.t_squared.hi, -0.5 * q.t_squared.lo});
   q.r = dd_div(tail_factor_f64(q.t), two_sum(q.t, 1.0));
@@ -468,11 +465,9 @@ GELU_HD TailF64 tail_f64(double x) {
 
 GELU_HD double round_scaled(DD v, int k) { return scale_pow2(v.hi + v.lo, k); }
 
-constexpr double kSaturationExactF64 = 40.0;  // Q(40) = 1e-349: Phi is 0 or 1 in double
 
-GELU_HD double exact_forward_f64(double x) {
+GELU_HD double exact_forward_f64(double x, const TailF64& q) {
   if (fabs(x) > kSaturationExactF64) return x > 0 ? x : -0.0;  // also +-inf
-  const TailF64 q = tail_f64(x);
   const DD upper = dd_mul(q.gauss.m, q.r);  // Q(t) / 2^k
   if (x < 0) return -round_scaled(dd_mul(upper, q.t), q.gauss.k);
   const DD upper_scaled = DD{scale_pow2(upper.hi, q.gauss.k), scale_pow2(upper.lo, q.gauss.k)};
@@ -482,9 +477,8 @@ GELU_HD double exact_forward_f64(double x) {
 }
 
 // f' = E (R - t/sqrt(2 pi)) for x < 0, 1 - that for x > 0 (E = exp(-t^2/2)).
-GELU_HD double exact_derivative_f64(double x) {
+GELU_HD double exact_derivative_f64(double x, const TailF64& q) {
   if (fabs(x) > kSaturationExactF64) return x > 0 ? 1.0 : -0.0;
-  const TailF64 q = tail_f64(x);
   const DD lower = dd_mul(q.gauss.m, dd_add(q.r, dd_neg(dd_mul(kInvSqrt2PiDD, q.t))));
   if (x < 0) return round_scaled(lower, q.gauss.k);
   const DD scaled = DD{scale_pow2(lower.hi, q.gauss.k), scale_pow2(lower.lo, q.gauss.k)};
@@ -492,9 +486,8 @@ GELU_HD double exact_derivative_f64(double x) {
   return y.hi + y.lo;
 }
 
-GELU_HD double exact_second_derivative_f64(double x) {
+GELU_HD double exact_second_derivative_f64(double x, const TailF64& q) {
   if (fabs(x) > kSaturationExactF64) return -0.0;
-  const TailF64 q = tail_f64(x);
   const DD two_minus_t2 = dd_add(DD{2.0, 0.0}, dd_neg(q.t_squared));
   return round_scaled(dd_mul(dd_mul(q.gauss.m, kInvSqrt2PiDD), two_minus_t2), q.gauss.k);
 }
@@ -541,9 +534,7 @@ GELU_HD GateF64 gate_f64(double x) {
 }
 
 // f = x sigmoid(s): x / (1 + e) for s >= 0, x e / (1 + e) for s < 0, e = exp(-|s|).
-template <Approximate A>
-GELU_HD double gate_forward_f64(double x) {
-  const GateF64 g = gate_f64<A>(x);
+GELU_HD double gate_forward_f64(double x, const GateF64& g) {
   if (g.saturated) return x > 0 ? x : -0.0;
   if (g.s.hi >= 0) {
     const DD y = dd_mul(g.inv, x);
@@ -553,9 +544,7 @@ GELU_HD double gate_forward_f64(double x) {
 }
 
 // f' = p + x s' p q. For s < 0, p = e/(1+e) and f' = p (1 + x s' / (1 + e)), scaled at the end.
-template <Approximate A>
-GELU_HD double gate_derivative_f64(double x) {
-  const GateF64 g = gate_f64<A>(x);
+GELU_HD double gate_derivative_f64(double x, const GateF64& g) {
   if (g.saturated) return x > 0 ? 1.0 : -0.0;
   const DD xs = dd_mul(g.ds, x);
   if (g.s.hi >= 0) {
@@ -570,8 +559,7 @@ GELU_HD double gate_derivative_f64(double x) {
 
 // f'' = p q (2 s' + x ((q - p) s'^2 + s'')), q - p = -sign(s) (1 - e) / (1 + e).
 template <Approximate A>
-GELU_HD double gate_second_derivative_f64(double x) {
-  const GateF64 g = gate_f64<A>(x);
+GELU_HD double gate_second_derivative_f64(double x, const GateF64& g) {
   if (g.saturated) return -0.0;
   const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
   DD q_minus_p = dd_mul(dd_add(DD{1.0, 0.0}, dd_neg(e)), g.inv);
@@ -581,20 +569,6 @@ GELU_HD double gate_second_derivative_f64(double x) {
   const DD bracket = dd_add(dd_mul(inner, x), DD{2.0 * g.ds.hi, 2.0 * g.ds.lo});
   const DD pq = dd_mul(dd_mul(g.e.m, g.inv), g.inv);  // scaled by 2^k below
   return round_scaled(dd_mul(pq, bracket), g.e.k);
-}
-
-template <Approximate A>
-GELU_HD double forward_f64(double x) {
-  return A == Approximate::kNone ? exact_forward_f64(x) : gate_forward_f64<A>(x);
-}
-template <Approximate A>
-GELU_HD double derivative_f64(double x) {
-  return A == Approximate::kNone ? exact_derivative_f64(x) : gate_derivative_f64<A>(x);
-}
-template <Approximate A>
-GELU_HD double second_derivative_f64(double x) {
-  return A == Approximate::kNone ? exact_second_derivative_f64(x)
-                                 : gate_second_derivative_f64<A>(x);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -832,24 +806,44 @@ struct NarrowPassMath {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Dispatch on the variant and on the input precision (kFloat64: float64 inputs, V = double).
+// f, f' and f'' at one point, computing what they share (the exp, the tail or the gate) once:
+// kWant says which are needed, and the rest is never computed. kFloat64: float64 inputs, V =
+// double.
 
-template <Approximate A, bool kFloat64, class V>
-GELU_HD V forward(V x) {
-  if constexpr (kFloat64) return forward_f64<A>(x);
-  else return A == Approximate::kNone ? exact_forward(x) : gate_forward<A>(x);
-}
+enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 
-template <Approximate A, bool kFloat64, class V>
-GELU_HD V derivative(V x) {
-  if constexpr (kFloat64) return derivative_f64<A>(x);
-  else return A == Approximate::kNone ? exact_derivative(x) : gate_derivative<A>(x);
-}
+template <class V>
+struct Derivatives {
+  V f, d1, d2;
+};
 
-template <Approximate A, bool kFloat64, class V>
-GELU_HD V second_derivative(V x) {
-  if constexpr (kFloat64) return second_derivative_f64<A>(x);
-  else return A == Approximate::kNone ? exact_second_derivative(x) : gate_second_derivative<A>(x);
+template <Approximate A, bool kFloat64, int kWant, class V>
+GELU_HD Derivatives<V> evaluate(V x) {
+  Derivatives<V> r{};
+  if constexpr (kFloat64) {
+    if constexpr (A == Approximate::kNone) {
+      const TailF64 q = tail_f64(x);
+      if (kWant & kF) r.f = exact_forward_f64(x, q);
+      if (kWant & kD1) r.d1 = exact_derivative_f64(x, q);
+      if (kWant & kD2) r.d2 = exact_second_derivative_f64(x, q);
+    } else {
+      const GateF64 g = gate_f64<A>(x);
+      if (kWant & kF) r.f = gate_forward_f64(x, g);
+      if (kWant & kD1) r.d1 = gate_derivative_f64(x, g);
+      if (kWant & kD2) r.d2 = gate_second_derivative_f64<A>(x, g);
+    }
+  } else if constexpr (A == Approximate::kNone) {
+    const Tail<V> q = tail(x);
+    if (kWant & kF) r.f = exact_forward(x, q);
+    if (kWant & kD1) r.d1 = exact_derivative(x, q);
+    if (kWant & kD2) r.d2 = exact_second_derivative(x, q);
+  } else {
+    const Gate<V> g = gate<A>(x);
+    if (kWant & kF) r.f = gate_forward(x, g);
+    if (kWant & kD1) r.d1 = gate_derivative(x, g);
+    if (kWant & kD2) r.d2 = gate_second_derivative(x, g);
+  }
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -865,7 +859,7 @@ struct PassMath<Pass::kForward, A, kFloat64> {
   static constexpr int kInputs = 1, kOutputs = 1;
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
-    out[0] = forward<A, kFloat64>(in[0]);
+    out[0] = evaluate<A, kFloat64, kF>(in[0]).f;
   }
 };
 
@@ -874,7 +868,7 @@ struct PassMath<Pass::kBackward, A, kFloat64> {
   static constexpr int kInputs = 2, kOutputs = 1;  // in: grad, x
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
-    out[0] = in[0] * derivative<A, kFloat64>(in[1]);
+    out[0] = in[0] * evaluate<A, kFloat64, kD1>(in[1]).d1;
   }
 };
 
@@ -883,8 +877,9 @@ struct PassMath<Pass::kDoubleBackward, A, kFloat64> {
   static constexpr int kInputs = 3, kOutputs = 2;  // in: gg, grad, x; out: ggrad, gx
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
-    out[0] = in[0] * derivative<A, kFloat64>(in[2]);
-    out[1] = in[0] * in[1] * second_derivative<A, kFloat64>(in[2]);
+    const Derivatives<V> d = evaluate<A, kFloat64, kD1 | kD2>(in[2]);
+    out[0] = in[0] * d.d1;
+    out[1] = in[0] * in[1] * d.d2;
   }
 };
 
@@ -893,7 +888,7 @@ struct PassMath<Pass::kBiasForward, A, kFloat64> {
   static constexpr int kInputs = 2, kOutputs = 1;  // in: x, b
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
-    out[0] = forward<A, kFloat64>(in[0] + in[1]);
+    out[0] = evaluate<A, kFloat64, kF>(in[0] + in[1]).f;
   }
 };
 
@@ -902,7 +897,7 @@ struct PassMath<Pass::kBiasBackward, A, kFloat64> {
   static constexpr int kInputs = 3, kOutputs = 1;  // in: grad, x, b
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
-    out[0] = in[0] * derivative<A, kFloat64>(in[1] + in[2]);
+    out[0] = in[0] * evaluate<A, kFloat64, kD1>(in[1] + in[2]).d1;
   }
 };
 
@@ -911,7 +906,7 @@ struct PassMath<Pass::kGegluForward, A, kFloat64> {
   static constexpr int kInputs = 2, kOutputs = 1;  // in: gate, up
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
-    out[0] = forward<A, kFloat64>(in[0]) * in[1];
+    out[0] = evaluate<A, kFloat64, kF>(in[0]).f * in[1];
   }
 };
 
@@ -920,8 +915,9 @@ struct PassMath<Pass::kGegluBackward, A, kFloat64> {
   static constexpr int kInputs = 3, kOutputs = 2;  // in: grad, gate, up; out: dgate, dup
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
-    out[0] = in[0] * in[2] * derivative<A, kFloat64>(in[1]);
-    out[1] = in[0] * forward<A, kFloat64>(in[1]);
+    const Derivatives<V> d = evaluate<A, kFloat64, kF | kD1>(in[1]);
+    out[0] = in[0] * in[2] * d.d1;
+    out[1] = in[0] * d.f;
   }
 };
 

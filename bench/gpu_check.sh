@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# One command for a machine with one H200 (Python 3.12, torch 2.11+cu130, nvcc 13.0, no network,
+# 16 cores), in under 8 minutes:
+#   1. builds gelu_ext there (sm_90 only, all cores);
+#   2. runs the CUDA tests;
+#   3. checks float32 exhaustively on the GPU (all 2^32 inputs, forward and backward, each
+#      variant) and float16/bfloat16 exhaustively (every pass);
+#   4. runs the GPU part of bench/bench.py, with the measured copy bandwidth.
+# The log (gpu_check.log) and tables go to the folder given as the first argument, in six files;
+# a short summary comes last.
+#
+#   bash bench/gpu_check.sh OUT_DIR
+set -uo pipefail
+out=${1:?usage: bash bench/gpu_check.sh OUT_DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
+export PYTHONUNBUFFERED=1
+python=${PYTHON:-python3}
+start=$SECONDS
+status=()
+
+log="$out/gpu_check.log"
+: > "$log"
+step() {  # step NAME COMMAND...: runs it into the log, records pass/fail and the time
+  local name=$1
+  shift
+  local t0=$SECONDS part
+  part=$(mktemp)
+  echo "== $name ($(date +%H:%M:%S))" | tee -a "$log"
+  if "$@" > "$part" 2>&1; then
+    status+=("$(printf '%-34s passed  %4ds' "$name" $((SECONDS - t0)))")
+  else
+    status+=("$(printf '%-34s FAILED  %4ds' "$name" $((SECONDS - t0)))")
+    tail -20 "$part"
+  fi
+  cat "$part" >> "$log"
+  rm -f "$part"
+}
+
+step "machine" "$python" -c "import subprocess, torch
+print(subprocess.run(['nvidia-smi'], capture_output=True, text=True).stdout)
+print('torch', torch.__version__, 'CUDA', torch.version.cuda, torch.cuda.get_device_name())"
+
+# 1. Build: sm_90 only, all cores; GELU_EXT_CUDA=1 fails loudly if CUDA cannot be built. The
+#    package is installed, and everything below runs from outside the source tree so that Python
+#    imports the built package.
+cd "$repo"
+step "build (sm_90, $(nproc) jobs)" env TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS="$(nproc)" \
+  GELU_EXT_CUDA=1 "$python" -m pip install --no-build-isolation --no-deps -v .
+cd "$out"
+
+# 2. The CUDA tests (every test that runs on the GPU), in parallel where pytest-xdist is there.
+xdist=()
+"$python" -c "import xdist" 2>/dev/null && xdist=(-n 4)
+step "CUDA tests" "$python" -m pytest "$repo/tests" -q -rs "${xdist[@]}" \
+  -k "cuda" -p no:cacheprovider
+
+# 3. Accuracy on the GPU: float32 exhaustively (forward, backward), 16-bit exhaustively.
+step "float32 exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
+  --devices cuda --dtypes float32 --directions forward backward --exhaustive --no-validate \
+  --no-plot --out "$out"
+step "16-bit exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
+  --devices cuda --dtypes bfloat16 float16 --no-validate --no-plot --out "$out"
+
+# 4. Speed: the GPU part of bench/bench.py (it prints the copy bandwidth first).
+step "bench (GPU)" "$python" "$repo/bench/bench.py" --device cuda \
+  --dtypes float32 bfloat16 float16 --sizes 16 18 20 22 24 26 --out "$out"
+
+echo
+echo "== summary ($((SECONDS - start)) s)"
+printf '%s\n' "${status[@]}"
+echo
+echo "-- accuracy (max ulp error, share correctly rounded; gelu_ext then F.gelu)"
+grep -h "^| cuda" "$out"/accuracy_exhaustive.md "$out"/accuracy.md 2>/dev/null |
+  awk -F'|' '{printf "%-9s %-8s %-9s %s %s %s %s\n", $3, $4, $5, $7, $9, $10, $12}'
+echo
+echo "-- speed at 2^24 elements and more (gelu_ext GB/s, % of copy, x eager, x compile)"
+grep -E "copy bandwidth" "$log" | head -1
+awk -F'|' '/^\| / && $5 ~ /(16777216|67108864|8192x3072)/ {printf "%-17s %-8s %-9s %-9s %8s %6s %8s %8s\n", $2, $3, $4, $5, $9, $10, $11, $12}' \
+  "$out/bench_cuda.md" 2>/dev/null
+failed=0
+for s in "${status[@]}"; do [[ $s == *FAILED* ]] && failed=1; done
+exit $failed
