@@ -131,24 +131,36 @@ def exact_values(x, variant, direction):
     return exact, lo, torch.maximum(exact.abs(), scale)
 
 
+def ulp_errors(y, exact, exact_lo, scale, dtype):
+    """|y - exact| in ulps of dtype at scale; inf where y is NaN."""
+    err = ((y.double() - exact) - exact_lo).abs() / ulp(scale, dtype)
+    return torch.where(y.isnan(), torch.full_like(err, math.inf), err)
+
+
+def chunk_errors(x, y_mine, y_theirs, variant, direction, dtype):
+    """Errors of both implementations at x, against the float64 reference (inputs of 32 bits or
+    fewer): one fused pass, compiled, because exhaustive float32 runs do this 2^32 times."""
+    exact, exact_lo, scale = exact_values(x, variant, direction)
+    return (ulp_errors(y_mine, exact, exact_lo, scale, dtype),
+            ulp_errors(y_theirs, exact, exact_lo, scale, dtype))
+
+
+_compiled_chunk_errors = torch.compile(chunk_errors, dynamic=True)
+
+
 class Stats:
     """Running max error (ulps), worst input, and count of correctly rounded results."""
 
     def __init__(self):
         self.max_err, self.worst, self.correct, self.count = 0.0, math.nan, 0, 0
 
-    def add(self, x, y, exact, exact_lo, scale, dtype):
-        finite = exact.isfinite() & x.isfinite()
-        x, y, exact, exact_lo, scale = (t[finite] for t in (x, y, exact, exact_lo, scale))
-        err = ((y.double() - exact) - exact_lo).abs() / ulp(scale, dtype)
-        err = torch.where(y.isnan(), torch.full_like(err, math.inf), err)
+    def add(self, x, err):
         if err.numel():
             i = int(err.argmax())
             if err[i].item() > self.max_err:
                 self.max_err, self.worst = err[i].item(), x[i].item()
         self.correct += int((err <= 0.5).sum())
         self.count += err.numel()
-        return err
 
     def row(self):
         share = 100.0 * self.correct / max(self.count, 1)
@@ -168,9 +180,14 @@ def run_case(device, dtype, variant, direction, exhaustive, plot_data):
         # Everything on the device: on a GPU the float64 reference is computed there too.
         x = x.to(device)
         x = x[x.isfinite()]
-        exact, exact_lo, scale = exact_values(x, variant, direction)
-        e_mine = mine.add(x, ours(x, variant, direction), exact, exact_lo, scale, dtype)
-        e_theirs = theirs.add(x, baseline(x, variant, direction), exact, exact_lo, scale, dtype)
+        y_mine, y_theirs = ours(x, variant, direction), baseline(x, variant, direction)
+        if dtype == torch.float64:  # mpmath reference: not compiled
+            e_mine, e_theirs = chunk_errors(x, y_mine, y_theirs, variant, direction, dtype)
+        else:
+            e_mine, e_theirs = _compiled_chunk_errors(x, y_mine, y_theirs, variant, direction,
+                                                      dtype)
+        mine.add(x, e_mine)
+        theirs.add(x, e_theirs)
         if plot_data is not None and n == 0:
             plot_data[(dtype, variant, direction)] = (x.cpu(), e_mine.cpu(), e_theirs.cpu())
         if total > 1:

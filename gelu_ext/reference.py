@@ -108,9 +108,12 @@ def ulp(ref, dtype):
     """The spacing of `dtype` at each value of the float64 tensor `ref` (the subnormal spacing
     below the normal range): the unit in which errors against `ref` are measured."""
     precision, emin = FORMATS[dtype]
-    _, e = torch.frexp(ref)  # |ref| = m 2^e, 0.5 <= m < 1
-    exponent = torch.where(ref == 0, emin, torch.clamp(e - 1, min=emin))
-    return torch.ldexp(torch.ones_like(ref, dtype=torch.float64), exponent - (precision - 1))
+    # The binary exponent of |ref| from its bits (subnormal or zero ref: below emin anyway).
+    exponent = ((ref.view(torch.int64) >> 52) & 0x7FF) - 1023
+    unit_exponent = torch.clamp(exponent, min=emin) - (precision - 1)
+    if unit_exponent.numel() and unit_exponent.min() < -1022:  # float64's subnormal spacing
+        return torch.ldexp(torch.ones_like(ref), unit_exponent.double())
+    return ((unit_exponent + 1023) << 52).view(torch.float64)
 
 
 def ulp_error(y, ref, dtype=None):
