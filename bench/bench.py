@@ -5,7 +5,8 @@ the median time, the achieved bandwidth, that bandwidth as a share of the copy b
 in the same run, and the speed-up of gelu_ext over each baseline.
 
 - Baselines: F.gelu eager and torch.compile(F.gelu) for "none" and "tanh"; for "sigmoid", the
-  composite x * torch.sigmoid(1.702 x), eager and compiled.
+  composite x * torch.sigmoid(1.702 x), eager and compiled. The fused ops against the eager and
+  compiled compositions F.gelu(x + b) and F.gelu(gate) * up.
 - Passes, as training uses them: forward is f(x) on a tensor without grad; backward is
   torch.autograd.grad of a retained graph (so gelu_ext runs gelu_backward, the baselines their
   own backward kernels); forward+backward builds the graph and differentiates it.
@@ -40,24 +41,51 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
           "float64": torch.float64}
 VARIANTS = ["none", "tanh", "sigmoid"]
 PASSES = ["forward", "backward", "forward+backward"]
-BYTES_PER_ELEMENT_MOVED = {"forward": 2, "backward": 3, "forward+backward": 5}
 TRANSFORMER_SHAPES = [(8192, 3072)]
+FUSED_SHAPES = [(4096, 2048), (4096, 4096)]
 
 
-def baseline_eager(variant):
+def gelu_eager(variant):
     if variant == "sigmoid":
         return lambda x: x * torch.sigmoid(1.702 * x)
     return lambda x: F.gelu(x, approximate=variant)
 
 
-def implementations(variant):
-    """name -> function of x computing the forward pass."""
-    torch._dynamo.config.cache_size_limit = 1024
-    return {
-        "gelu_ext": lambda x: gelu_ext.gelu(x, variant),
-        "eager": baseline_eager(variant),
-        "compile": torch.compile(baseline_eager(variant)),
-    }
+class Op:
+    """What is timed: the inputs a training step differentiates (`leaves`), the forward of each
+    implementation as a function of them, and the fewest bytes each pass must move."""
+
+    def __init__(self, name, leaves, gelu_ext_fn, eager_fn, elements_moved):
+        self.name, self.leaves = name, leaves
+        self.gelu_ext_fn, self.eager_fn = gelu_ext_fn, eager_fn
+        self.elements_moved = elements_moved  # pass -> elements read + written, per output element
+
+    def implementations(self):
+        torch._dynamo.config.cache_size_limit = 1024
+        return {"gelu_ext": self.gelu_ext_fn, "eager": self.eager_fn,
+                "compile": torch.compile(self.eager_fn)}
+
+
+def make_op(name, variant, shape, dtype, device, g):
+    randn = lambda *sh: (torch.randn(sh, generator=g, device=device) * 2).to(dtype)  # noqa: E731
+    eager = gelu_eager(variant)
+    if name == "gelu":
+        return Op(name, [randn(*shape)], lambda x: gelu_ext.gelu(x, variant), eager,
+                  {"forward": 2, "backward": 3, "forward+backward": 5})
+    if name == "bias_gelu":  # the bias is read once per row: not counted
+        return Op(name, [randn(*shape), randn(shape[-1])],
+                  lambda x, b: gelu_ext.bias_gelu(x, b, variant), lambda x, b: eager(x + b),
+                  {"forward": 2, "backward": 3, "forward+backward": 5})
+    if name == "geglu":  # h = [gate, up] of twice the output's width, split without copies
+        def ours(h):
+            return gelu_ext.geglu(*h.chunk(2, dim=-1), variant)
+
+        def theirs(h):
+            gate, up = h.chunk(2, dim=-1)
+            return eager(gate) * up
+        return Op(name, [randn(*shape[:-1], 2 * shape[-1])], ours, theirs,
+                  {"forward": 3, "backward": 5, "forward+backward": 8})
+    raise ValueError(name)
 
 
 class Timer:
@@ -102,36 +130,34 @@ def copy_bandwidth(device, timer, nbytes=1 << 28):
     return 2 * nbytes / t
 
 
-def make_inputs(shape, dtype, device, rotate_bytes, grad):
-    numel = math.prod(shape)
-    per_set = numel * torch.finfo(dtype).bits // 8 * (2 if grad else 1)
-    count = max(1, min(64, rotate_bytes // max(per_set, 1)))
+def input_sets(op_name, variant, shape, dtype, device, rotate_bytes):
+    """Several independent input sets, enough to exceed rotate_bytes, each with its output grad."""
     g = torch.Generator(device=device).manual_seed(0)
-    sets = []
-    for _ in range(count):
-        x = (torch.randn(shape, generator=g, device=device) * 2).to(dtype)
-        sets.append((x, torch.randn(shape, generator=g, device=device).to(dtype) if grad else None))
+    sets, total = [], 0
+    while not sets or (total < rotate_bytes and len(sets) < 64):
+        op = make_op(op_name, variant, shape, dtype, device, g)
+        grad = (torch.randn(shape, generator=g, device=device)).to(dtype)
+        sets.append((op, grad))
+        total += sum(t.numel() * t.element_size() for t in op.leaves) + grad.numel() * grad.element_size()
     return sets
 
 
-def timed_call(pass_name, fn):
-    """A function of an input set that runs one pass of fn."""
+def time_pass(timer, pass_name, impl, sets):
+    """Median time of one pass of implementation `impl` (a key of Op.implementations)."""
+    fns = sets[0][0].implementations()
+    fn = fns[impl]
     if pass_name == "forward":
-        return lambda s: fn(s[0])
+        return timer.median(lambda s: fn(*s[0].leaves), sets)
     if pass_name == "forward+backward":
         def forward_backward(s):
-            x = s[0].requires_grad_()
-            return torch.autograd.grad(fn(x), x, s[1])
-        return forward_backward
-    raise ValueError(pass_name)
-
-
-def time_backward(timer, fn, sets):
-    """Backward alone: autograd.grad through graphs built once, kept with retain_graph."""
+            leaves = [t.detach().requires_grad_() for t in s[0].leaves]
+            return torch.autograd.grad(fn(*leaves), leaves, s[1])
+        return timer.median(forward_backward, sets)
+    # backward alone: autograd.grad through graphs built once, kept with retain_graph
     graphs = []
-    for x, g in sets:
-        x = x.detach().requires_grad_()
-        graphs.append((fn(x), x, g))
+    for op, grad in sets:
+        leaves = [t.detach().requires_grad_() for t in op.leaves]
+        graphs.append((fn(*leaves), leaves, grad))
     return timer.median(lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True), graphs)
 
 
@@ -140,28 +166,25 @@ def run(args):
     timer = Timer(device)
     rows = []
     copy_bw = copy_bandwidth(device, timer)
-    shapes = [(1 << s,) for s in args.sizes] + ([] if args.quick else TRANSFORMER_SHAPES)
-    cases = [(p, v, d, s) for p in args.passes for v in args.variants for d in args.dtypes
-             for s in shapes]
-    print(f"# {device}: copy bandwidth {copy_bw / 1e9:.1f} GB/s; "
-          f"{len(cases)} cases", file=sys.stderr)
-    header = (f"{'pass':<17}{'variant':<8}{'dtype':<9}{'shape':>13}{'gelu_ext':>10}{'eager':>10}"
-              f"{'compile':>10}{'GB/s':>8}{'%copy':>7}{'vs eager':>9}{'vs compile':>11}")
-    print(header)
-    for n, (pass_name, variant, dtype_name, shape) in enumerate(cases, 1):
+    cases = []
+    for op_name in args.ops:
+        shapes = ([(1 << s,) for s in args.sizes] + ([] if args.quick else TRANSFORMER_SHAPES)
+                  if op_name == "gelu" else FUSED_SHAPES)
+        cases += [(op_name, p, v, d, s) for p in args.passes for v in args.variants
+                  for d in args.dtypes for s in shapes]
+    print(f"# {device}: copy bandwidth {copy_bw / 1e9:.1f} GB/s; {len(cases)} cases",
+          file=sys.stderr)
+    print(f"{'op':<10}{'pass':<17}{'variant':<8}{'dtype':<9}{'shape':>13}{'gelu_ext':>10}"
+          f"{'eager':>10}{'compile':>10}{'GB/s':>8}{'%copy':>7}{'vs eager':>9}{'vs compile':>11}")
+    for n, (op_name, pass_name, variant, dtype_name, shape) in enumerate(cases, 1):
         dtype = DTYPES[dtype_name]
-        sets = make_inputs(shape, dtype, device, args.rotate_mb << 20,
-                           grad=pass_name != "forward")
-        times = {}
-        for name, fn in implementations(variant).items():
-            if pass_name == "backward":
-                times[name] = time_backward(timer, fn, sets)
-            else:
-                times[name] = timer.median(timed_call(pass_name, fn), sets)
+        sets = input_sets(op_name, variant, shape, dtype, device, args.rotate_mb << 20)
+        times = {impl: time_pass(timer, pass_name, impl, sets)
+                 for impl in ("gelu_ext", "eager", "compile")}
         numel = math.prod(shape)
-        moved = BYTES_PER_ELEMENT_MOVED[pass_name] * numel * torch.finfo(dtype).bits // 8
+        moved = sets[0][0].elements_moved[pass_name] * numel * torch.finfo(dtype).bits // 8
         bw = moved / times["gelu_ext"]
-        row = dict(device=device, pass_=pass_name, variant=variant, dtype=dtype_name,
+        row = dict(device=device, op=op_name, pass_=pass_name, variant=variant, dtype=dtype_name,
                    shape="x".join(map(str, shape)), numel=numel,
                    gelu_ext_ms=times["gelu_ext"] * 1e3, eager_ms=times["eager"] * 1e3,
                    compile_ms=times["compile"] * 1e3, gelu_ext_gbps=bw / 1e9,
@@ -170,7 +193,7 @@ def run(args):
                    pct_copy=100 * bw / copy_bw, vs_eager=times["eager"] / times["gelu_ext"],
                    vs_compile=times["compile"] / times["gelu_ext"])
         rows.append(row)
-        print(f"{pass_name:<17}{variant:<8}{dtype_name:<9}{row['shape']:>13}"
+        print(f"{op_name:<10}{pass_name:<17}{variant:<8}{dtype_name:<9}{row['shape']:>13}"
               f"{row['gelu_ext_ms']:>9.3f}m{row['eager_ms']:>9.3f}m{row['compile_ms']:>9.3f}m"
               f"{row['gelu_ext_gbps']:>8.1f}{row['pct_copy']:>6.0f}%{row['vs_eager']:>8.2f}x"
               f"{row['vs_compile']:>10.2f}x   [{n}/{len(cases)}]", flush=True)
@@ -208,10 +231,10 @@ def write_outputs(rows, copy_bw, args):
              f"- copy bandwidth (read + write): {copy_bw / 1e9:.1f} GB/s", "",
              "Times are medians in ms; speed-up = baseline time / gelu_ext time; bandwidth counts "
              "the fewest bytes each pass must move.", "",
-             "| pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | gelu_ext GB/s "
-             "| % of copy | vs eager | vs compile |", "|" + "---|" * 11]
+             "| op | pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | "
+             "gelu_ext GB/s | % of copy | vs eager | vs compile |", "|" + "---|" * 12]
     for r in rows:
-        lines.append(f"| {r['pass_']} | {r['variant']} | {r['dtype']} | {r['shape']} | "
+        lines.append(f"| {r['op']} | {r['pass_']} | {r['variant']} | {r['dtype']} | {r['shape']} | "
                      f"{r['gelu_ext_ms']:.3f} | {r['eager_ms']:.3f} | {r['compile_ms']:.3f} | "
                      f"{r['gelu_ext_gbps']:.1f} | {r['pct_copy']:.0f}% | {r['vs_eager']:.2f}x | "
                      f"{r['vs_compile']:.2f}x |")
@@ -226,6 +249,9 @@ def plot(rows, copy_bw, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    rows = [r for r in rows if r["op"] == "gelu"]  # bandwidth against size: the gelu sizes
+    if not rows:
+        return
     keys = sorted({(r["pass_"], r["variant"], r["dtype"]) for r in rows},
                   key=lambda k: (PASSES.index(k[0]), VARIANTS.index(k[1]), k[2]))
     cols = 3
@@ -253,6 +279,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--ops", nargs="+", default=["gelu", "bias_gelu", "geglu"],
+                        choices=["gelu", "bias_gelu", "geglu"],
+                        help="bias_gelu and geglu are compared with their eager compositions")
     parser.add_argument("--passes", nargs="+", default=PASSES, choices=PASSES)
     parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))

@@ -26,6 +26,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <type_traits>
 
@@ -34,7 +35,6 @@
 #if defined(__CUDACC__)
 #define GELU_HD __host__ __device__ __forceinline__
 #else
-#include <string.h>
 // Always inlined: the vector kernels rely on the whole computation being one straight block.
 #define GELU_HD inline __attribute__((always_inline))
 #endif
@@ -61,44 +61,14 @@ constexpr double kSaturation = 70.0;
 // ---------------------------------------------------------------------------------------------
 // Bits and rounding.
 
-GELU_HD double double_from_bits(int64_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __longlong_as_double(bits);
-#else
-  double d;
-  memcpy(&d, &bits, sizeof d);
-  return d;
-#endif
-}
-
-GELU_HD int64_t double_bits(double d) {
-#if defined(__CUDA_ARCH__)
-  return __double_as_longlong(d);
-#else
-  int64_t bits;
-  memcpy(&bits, &d, sizeof bits);
-  return bits;
-#endif
-}
-
-GELU_HD float float_from_bits(uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
-}
-
-GELU_HD uint32_t float_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  return bits;
-#endif
+// The bits of a value as another type of the same size (memcpy compiles to a register move, on
+// the GPU too).
+template <class To, class From>
+GELU_HD To bit_cast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
+  To to;
+  memcpy(&to, &from, sizeof to);
+  return to;
 }
 
 // d rounded to float with round-to-odd: toward zero, then the last bit set if inexact. Rounding
@@ -107,9 +77,9 @@ GELU_HD uint32_t float_bits(float f) {
 GELU_HD float round_to_odd_float(double d) {
   const float nearest = static_cast<float>(d);
   if (!(static_cast<double>(nearest) != d) || d != d) return nearest;  // exact, or NaN
-  uint32_t bits = float_bits(nearest);
+  uint32_t bits = bit_cast<uint32_t>(nearest);
   if (fabs(static_cast<double>(nearest)) > fabs(d)) bits -= 1;  // one step toward zero
-  return float_from_bits(bits | 1u);
+  return bit_cast<float>(bits | 1u);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,7 +96,7 @@ GELU_HD double select(bool c, double a, double b) { return c ? a : b; }
 // of its significand (see exp_nonpositive).
 GELU_HD double times_pow2(double value, double shifted) {
   constexpr int64_t kShiftedBits = 0x4338000000000000;  // bits of 1.5 * 2^52
-  return value * double_from_bits((double_bits(shifted) - kShiftedBits + 1023) << 52);
+  return value * bit_cast<double>((bit_cast<int64_t>(shifted) - kShiftedBits + 1023) << 52);
 }
 
 // A float reciprocal, correctly rounded: IEEE division on the CPU, __frcp_rn on the GPU.
@@ -319,81 +289,115 @@ GELU_HD V gate_second_derivative(V x, const Gate<V>& g) {
 // float64 inputs: double-double arithmetic where a double alone would not reach 2 ulps.
 // Results are rounded once from a double-double whose relative error is below 2^-58.
 
+// Written once for every lane type V, like the double path (float64 data is not narrowed, so
+// the CPU vector kernels run this too): branches are selects, and V provides in addition
+// binary_exponent(x) and table_entry(table, row, column, stride) (a gather).
+
 // An unevaluated sum hi + lo with |lo| <= ulp(hi)/2.
+template <class V>
 struct DD {
-  double hi, lo;
+  V hi, lo;
 };
 
-GELU_HD DD two_sum(double a, double b) {  // exact: a + b = hi + lo
-  const double s = a + b, bb = s - a;
-  return DD{s, (a - (s - bb)) + (b - bb)};
+template <class V>
+GELU_HD DD<V> two_sum(V a, V b) {  // exact: a + b = hi + lo
+  const V s = a + b, bb = s - a;
+  return DD<V>{s, (a - (s - bb)) + (b - bb)};
 }
-GELU_HD DD fast_two_sum(double a, double b) {  // exact if |a| >= |b|
-  const double s = a + b;
-  return DD{s, b - (s - a)};
+template <class V>
+GELU_HD DD<V> fast_two_sum(V a, V b) {  // exact if |a| >= |b|
+  const V s = a + b;
+  return DD<V>{s, b - (s - a)};
 }
-GELU_HD DD two_prod(double a, double b) {  // exact: a b = hi + lo
-  const double p = a * b;
-  return DD{p, fma(a, b, -p)};
+template <class V>
+GELU_HD DD<V> two_prod(V a, V b) {  // exact: a b = hi + lo
+  const V p = a * b;
+  return DD<V>{p, fma(a, b, -p)};
 }
-GELU_HD DD dd_add(DD a, DD b) {
-  const DD s = two_sum(a.hi, b.hi);
+template <class V>
+GELU_HD DD<V> dd(V hi) {
+  return DD<V>{hi, V(0.0)};
+}
+template <class V>
+GELU_HD DD<V> dd(double hi, double lo) {  // a double-double constant
+  return DD<V>{V(hi), V(lo)};
+}
+template <class V>
+GELU_HD DD<V> dd_add(DD<V> a, DD<V> b) {
+  const DD<V> s = two_sum(a.hi, b.hi);
   return fast_two_sum(s.hi, s.lo + a.lo + b.lo);
 }
-GELU_HD DD dd_neg(DD a) { return DD{-a.hi, -a.lo}; }
-GELU_HD DD dd_mul(DD a, DD b) {
-  const DD p = two_prod(a.hi, b.hi);
+template <class V>
+GELU_HD DD<V> dd_neg(DD<V> a) {
+  return DD<V>{-a.hi, -a.lo};
+}
+template <class V>
+GELU_HD DD<V> dd_mul(DD<V> a, DD<V> b) {
+  const DD<V> p = two_prod(a.hi, b.hi);
   return fast_two_sum(p.hi, fma(a.hi, b.lo, fma(a.lo, b.hi, p.lo)));
 }
-GELU_HD DD dd_mul(DD a, double b) {
-  const DD p = two_prod(a.hi, b);
+template <class V>
+GELU_HD DD<V> dd_mul(DD<V> a, V b) {
+  const DD<V> p = two_prod(a.hi, b);
   return fast_two_sum(p.hi, fma(a.lo, b, p.lo));
 }
-GELU_HD DD dd_div(DD a, DD b) {
-  const double q = a.hi / b.hi;
-  const double r = fma(-q, b.hi, a.hi) + a.lo - q * b.lo;  // the first term is exact
+template <class V>
+GELU_HD DD<V> dd_div(DD<V> a, DD<V> b) {
+  const V q = a.hi / b.hi;
+  const V r = fma(-q, b.hi, a.hi) + a.lo - q * b.lo;  // the first term is exact
   return fast_two_sum(q, r / b.hi);
 }
+template <class M, class V>
+GELU_HD DD<V> select(M c, DD<V> a, DD<V> b) {
+  return DD<V>{select(c, a.hi, b.hi), select(c, a.lo, b.lo)};
+}
 
-// 2^k for k in [-1022, 1023].
-GELU_HD double pow2(int k) { return double_from_bits(static_cast<int64_t>(k + 1023) << 52); }
+constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds
 
-// y 2^k for k in [-1600, 0], y in [2^-4, 4]: rounded once, also into the subnormals.
-GELU_HD double scale_pow2(double y, int k) {
-  return k < -1000 ? (y * pow2(k + 600)) * pow2(-600) : y * pow2(k);
+// y 2^k for integers k (as doubles) in [-1600, 0], y in [2^-4, 4]: rounded once, also into the
+// subnormals (in two steps below 2^-1000, the first exact).
+template <class V>
+GELU_HD V scale_pow2(V y, V k) {
+  const auto deep = k < V(-1000.0);
+  const V scaled = times_pow2(y, select(deep, k + V(600.0), k) + V(kRoundToInteger));
+  return select(deep, scaled * V(0x1p-600), scaled);
+}
+template <class V>
+GELU_HD DD<V> scale_pow2(DD<V> y, V k) {
+  return DD<V>{scale_pow2(y.hi, k), scale_pow2(y.lo, k)};
 }
 
 // exp(a) for a <= 0 as m 2^k, m a double-double in [0.7, 1.5] with relative error below 2^-59.
 // a below -800 (where exp(a) is far below the smallest subnormal) is taken as -800.
+template <class V>
 struct ScaledDD {
-  DD m;
-  int k;
+  DD<V> m;
+  V k;  // an integer
 };
 // e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35: P, relative error of e^r 2^-59.8.
 GELU_COEFFICIENTS(kExpPolyF64, 0.16666666666666669, 0.041666666666666664, 0.008333333333329796,
                   0.0013888888888886363, 0.00019841269864364933, 2.4801587318080937e-05,
                   2.7557266442353424e-06, 2.7557281528710364e-07, 2.5101335854788522e-08,
                   2.0911915299044694e-09)
-GELU_HD ScaledDD exp_dd(DD a) {
+template <class V>
+GELU_HD ScaledDD<V> exp_dd(DD<V> a) {
   constexpr double kLog2e = 1.4426950408889634074;
   constexpr double kLn2Hi = 0.69314718055994528623;     // ln2 rounded to double
   constexpr double kLn2Lo = 2.3190468138462996154e-17;  // ln2 - kLn2Hi
-  constexpr double kRound = 6755399441055744.0;         // 1.5 * 2^52
-  if (a.hi < -800.0) a = DD{-800.0, 0.0};
-  const double shifted = fma(a.hi, kLog2e, kRound);
-  const double k = shifted - kRound;
+  a = select(a.hi < V(-800.0), dd(V(-800.0)), a);
+  const V k = fma(a.hi, V(kLog2e), V(kRoundToInteger)) - V(kRoundToInteger);
   // r = a - k ln2 as a double-double; the first step is exact, the rest is far below ulp(r_hi).
-  const DD r = two_sum(fma(k, -kLn2Hi, a.hi), fma(k, -kLn2Lo, a.lo));
+  const DD<V> r = two_sum(fma(k, V(-kLn2Hi), a.hi), fma(k, V(-kLn2Lo), a.lo));
   // e^r = 1 + r + r^2/2 + r^3 P(r): the first three terms in double-double, the rest (< 0.0075)
-  // in double. P from tools/fit_polynomials.py: relative error of e^r 2^-59.8.
-  const double p = horner(r.hi, GELU_TABLE(kExpPolyF64));
-  const DD one_plus_r = fast_two_sum(1.0, r.hi);
-  const DD half_square = two_prod(0.5 * r.hi, r.hi);
-  const DD sum = fast_two_sum(one_plus_r.hi, half_square.hi);
-  const double rest = r.hi * half_square.hi * 2.0 * p;
-  DD m = fast_two_sum(sum.hi, sum.lo + one_plus_r.lo + half_square.lo + rest);
+  // in double.
+  const V p = horner(r.hi, GELU_TABLE(kExpPolyF64));
+  const DD<V> one_plus_r = fast_two_sum(V(1.0), r.hi);
+  const DD<V> half_square = two_prod(V(0.5) * r.hi, r.hi);
+  const DD<V> sum = fast_two_sum(one_plus_r.hi, half_square.hi);
+  const V rest = r.hi * half_square.hi * V(2.0) * p;
+  DD<V> m = fast_two_sum(sum.hi, sum.lo + one_plus_r.lo + half_square.lo + rest);
   m.lo = fma(m.hi, r.lo, m.lo);  // e^(r_hi + r_lo) = e^r_hi (1 + r_lo), r_lo < 2^-40
-  return ScaledDD{m, static_cast<int>(static_cast<int32_t>(static_cast<uint32_t>(double_bits(shifted))))};
+  return ScaledDD<V>{m, k};
 }
 
 // F(t) = R(t) (t + 1) for t in [0, 40]: 16 polynomials of degree 13 on the intervals
@@ -425,150 +429,171 @@ static __device__ const double kTailF64Device[16][16] = GELU_TAIL_F64_TABLE;
 static const double kTailF64Host[16][16] = GELU_TAIL_F64_TABLE;
 #undef GELU_TAIL_F64_TABLE
 
-GELU_HD DD tail_factor_f64(double t) {
-  // n = floor(3 log2(t + 1)): the exponent of (t + 1)^3. Rounding can pick a neighbour at an
-  // interval's edge, whose polynomial is just as accurate there.
-  const double u = t + 1.0, cube = u * u * u;
-  int n = static_cast<int>((double_bits(cube) >> 52) & 0x7ff) - 1023;
-  n = n < 0 ? 0 : (n > 15 ? 15 : n);
-#if defined(__CUDA_ARCH__)
-  const double* c = kTailF64Device[n];
-#else
-  const double* c = kTailF64Host[n];
-#endif
-  const double d = t - c[0];
-  double p = c[15];
-  for (int i = 14; i >= 3; --i) p = fma(p, d, c[i]);
-  return fast_two_sum(c[1], fma(p, d, c[2]));
+// The table entry for each lane's row, on the host or the device.
+GELU_HD double table_entry(const double* table, double row, int column, int stride) {
+  return table[static_cast<int>(row) * stride + column];
+}
+GELU_HD double binary_exponent(double x) {  // floor(log2 x) for normal positive x
+  return static_cast<double>(((bit_cast<int64_t>(x) >> 52) & 0x7ff) - 1023);
 }
 
-constexpr DD kInvSqrt2PiDD = {0.3989422804014327, -2.49232720227773e-17};  // 1/sqrt(2 pi)
+template <class V>
+GELU_HD DD<V> tail_factor_f64(V t) {
+  // n = floor(3 log2(t + 1)): the exponent of (t + 1)^3. Rounding can pick a neighbour at an
+  // interval's edge, whose polynomial is just as accurate there.
+  const V u = t + V(1.0);
+  V n = binary_exponent(u * u * u);
+  n = select(n > V(15.0), V(15.0), n);  // and NaN
+  n = select(n >= V(0.0), n, V(15.0));
+#if defined(__CUDA_ARCH__)
+  const double* table = &kTailF64Device[0][0];
+#else
+  const double* table = &kTailF64Host[0][0];
+#endif
+  const V d = t - table_entry(table, n, 0, 16);
+  V p = table_entry(table, n, 15, 16);
+  for (int i = 14; i >= 3; --i) p = fma(p, d, table_entry(table, n, i, 16));
+  return fast_two_sum(table_entry(table, n, 1, 16), fma(p, d, table_entry(table, n, 2, 16)));
+}
+
+constexpr double kInvSqrt2PiHi = 0.3989422804014327, kInvSqrt2PiLo = -2.49232720227773e-17;
 
 constexpr double kSaturationExactF64 = 40.0;  // Q(40) = 1e-349: Phi is 0 or 1 in double
 
 // Q(t) = m 2^k (the upper tail) for t = |x| <= 40, and the pieces it is made of.
+template <class V>
 struct TailF64 {
-  double t;
-  DD t_squared;    // exact
-  ScaledDD gauss;  // exp(-t^2/2)
-  DD r;            // R(t) = F(t) / (t + 1)
+  V t;
+  DD<V> t_squared;    // exact
+  ScaledDD<V> gauss;  // exp(-t^2/2)
+  DD<V> r;            // R(t) = F(t) / (t + 1)
 };
-GELU_HD TailF64 tail_f64(double x) {
-  TailF64 q;
-  // Clamped (the callers return the limits beyond), NaN kept.
-  q.t = fabs(x) > kSaturationExactF64 ? kSaturationExactF64 : fabs(x);
+template <class V>
+GELU_HD TailF64<V> tail_f64(V x) {
+  TailF64<V> q;
+  q.t = clamp_magnitude(fabs(x), kSaturationExactF64);  // the callers return limits beyond
   q.t_squared = two_prod(q.t, q.t);
-  q.gauss = exp_dd(DD{-0.5 * q.t_squared.hi, -0.5 * q.t_squared.lo});
-  q.r = dd_div(tail_factor_f64(q.t), two_sum(q.t, 1.0));
+  q.gauss = exp_dd(DD<V>{V(-0.5) * q.t_squared.hi, V(-0.5) * q.t_squared.lo});
+  q.r = dd_div(tail_factor_f64(q.t), two_sum(q.t, V(1.0)));
   return q;
 }
 
-GELU_HD double round_scaled(DD v, int k) { return scale_pow2(v.hi + v.lo, k); }
+template <class V>
+GELU_HD V round_scaled(DD<V> v, V k) {
+  return scale_pow2(v.hi + v.lo, k);
+}
 
+// The value, or the limits beyond |x| = limit (NaN passes through).
+template <class V>
+GELU_HD V saturate_f64(V x, double limit, V value, V at_minus_inf, V at_plus_inf) {
+  return select(x > V(limit), at_plus_inf, select(x < V(-limit), at_minus_inf, value));
+}
 
-GELU_HD double exact_forward_f64(double x, const TailF64& q) {
-  if (fabs(x) > kSaturationExactF64) return x > 0 ? x : -0.0;  // also +-inf
-  const DD upper = dd_mul(q.gauss.m, q.r);  // Q(t) / 2^k
-  if (x < 0) return -round_scaled(dd_mul(upper, q.t), q.gauss.k);
-  const DD upper_scaled = DD{scale_pow2(upper.hi, q.gauss.k), scale_pow2(upper.lo, q.gauss.k)};
-  const DD cdf = dd_add(DD{1.0, 0.0}, dd_neg(upper_scaled));
-  const DD y = dd_mul(cdf, x);
-  return y.hi + y.lo;  // NaN passes through
+template <class V>
+GELU_HD V exact_forward_f64(V x, const TailF64<V>& q) {
+  const DD<V> upper = dd_mul(q.gauss.m, q.r);  // Q(t) / 2^k
+  const V negative = -round_scaled(dd_mul(upper, q.t), q.gauss.k);
+  const DD<V> y = dd_mul(dd_add(dd(V(1.0)), dd_neg(scale_pow2(upper, q.gauss.k))), x);
+  return saturate_f64(x, kSaturationExactF64, select(x < V(0.0), negative, y.hi + y.lo), V(-0.0),
+                      x);
 }
 
 // f' = E (R - t/sqrt(2 pi)) for x < 0, 1 - that for x > 0 (E = exp(-t^2/2)).
-GELU_HD double exact_derivative_f64(double x, const TailF64& q) {
-  if (fabs(x) > kSaturationExactF64) return x > 0 ? 1.0 : -0.0;
-  const DD lower = dd_mul(q.gauss.m, dd_add(q.r, dd_neg(dd_mul(kInvSqrt2PiDD, q.t))));
-  if (x < 0) return round_scaled(lower, q.gauss.k);
-  const DD scaled = DD{scale_pow2(lower.hi, q.gauss.k), scale_pow2(lower.lo, q.gauss.k)};
-  const DD y = dd_add(DD{1.0, 0.0}, dd_neg(scaled));
-  return y.hi + y.lo;
+template <class V>
+GELU_HD V exact_derivative_f64(V x, const TailF64<V>& q) {
+  const DD<V> slope = dd_mul(dd<V>(kInvSqrt2PiHi, kInvSqrt2PiLo), q.t);
+  const DD<V> lower = dd_mul(q.gauss.m, dd_add(q.r, dd_neg(slope)));
+  const DD<V> y = dd_add(dd(V(1.0)), dd_neg(scale_pow2(lower, q.gauss.k)));
+  const V value = select(x < V(0.0), round_scaled(lower, q.gauss.k), y.hi + y.lo);
+  return saturate_f64(x, kSaturationExactF64, value, V(-0.0), V(1.0));
 }
 
-GELU_HD double exact_second_derivative_f64(double x, const TailF64& q) {
-  if (fabs(x) > kSaturationExactF64) return -0.0;
-  const DD two_minus_t2 = dd_add(DD{2.0, 0.0}, dd_neg(q.t_squared));
-  return round_scaled(dd_mul(dd_mul(q.gauss.m, kInvSqrt2PiDD), two_minus_t2), q.gauss.k);
+template <class V>
+GELU_HD V exact_second_derivative_f64(V x, const TailF64<V>& q) {
+  const DD<V> two_minus_t2 = dd_add(dd(V(2.0)), dd_neg(q.t_squared));
+  const DD<V> density = dd_mul(q.gauss.m, dd<V>(kInvSqrt2PiHi, kInvSqrt2PiLo));
+  return saturate_f64(x, kSaturationExactF64,
+                      round_scaled(dd_mul(density, two_minus_t2), q.gauss.k), V(-0.0), V(-0.0));
 }
 
 // Gates in double-double: s = x (c1 + c3 x^2) or 1.702 x with the decimal constants carried
 // exactly enough (a double's 2^-53 error in 1.702, times |s| up to 745, would cost 100 ulps).
 // Double-double constants (hi, lo) from mpmath.
-constexpr DD kTanhS1DD = {1.5957691216057308, -9.96930880911092e-17};      // 2 sqrt(2/pi)
-constexpr DD kTanhS3DD = {0.07135481627260025, -6.175149918155315e-19};    // 0.044715 * that
-constexpr DD kTanhS3x3DD = {0.21406444881780073, 1.2025242832367862e-17};  // 3 times that
-constexpr DD kSigmoidScaleDD = {1.702, 4.263256414560601e-17};             // 1.702
+constexpr double kTanhS1Hi = 1.5957691216057308, kTanhS1Lo = -9.96930880911092e-17;  // 2 sqrt(2/pi)
+constexpr double kTanhS3Hi = 0.07135481627260025, kTanhS3Lo = -6.175149918155315e-19;  // * 0.044715
+constexpr double kTanhS3x3Hi = 0.21406444881780073, kTanhS3x3Lo = 1.2025242832367862e-17;  // * 3
+constexpr double kSigmoidHi = 1.702, kSigmoidLo = 4.263256414560601e-17;  // 1.702
 // Beyond |x| = 1e10, or where |s| > 790, every result is its limit to far below the smallest
 // subnormal (the largest factor multiplying exp(-|s|) is |x s'^2| < 2^100).
 constexpr double kSaturationGateF64 = 1e10;
 constexpr double kGateTailF64 = 790.0;
 
+template <class V>
 struct GateF64 {
-  bool saturated;  // every result is its limit: x or -0; 1 or 0; 0
-  double x;
-  DD s, ds;    // s(x), s'(x)
-  ScaledDD e;  // exp(-|s|)
-  DD inv;      // 1 / (1 + exp(-|s|))
+  V saturated;      // 1 where every result is its limit (x or -0; 1 or -0; -0), else 0
+  V x;              // x, or 0 where saturated
+  DD<V> s, ds;      // s(x), s'(x)
+  ScaledDD<V> e;    // exp(-|s|)
+  DD<V> inv;        // 1 / (1 + exp(-|s|))
 };
 
-template <Approximate A>
-GELU_HD GateF64 gate_f64(double x) {
-  GateF64 g;
-  g.x = x;
-  g.saturated = fabs(x) > kSaturationGateF64;  // also +-inf; NaN runs through
-  if (g.saturated) x = 0.0;
+template <Approximate A, class V>
+GELU_HD GateF64<V> gate_f64(V x) {
+  GateF64<V> g;
+  const auto huge = fabs(x) > V(kSaturationGateF64);  // also +-inf; NaN runs through
+  g.x = select(huge, V(0.0), x);
   if (A == Approximate::kTanh) {
-    const DD x2 = two_prod(x, x);
-    g.s = dd_mul(dd_add(kTanhS1DD, dd_mul(kTanhS3DD, x2)), x);
-    g.ds = dd_add(kTanhS1DD, dd_mul(kTanhS3x3DD, x2));
+    const DD<V> x2 = two_prod(g.x, g.x);
+    g.s = dd_mul(dd_add(dd<V>(kTanhS1Hi, kTanhS1Lo), dd_mul(dd<V>(kTanhS3Hi, kTanhS3Lo), x2)), g.x);
+    g.ds = dd_add(dd<V>(kTanhS1Hi, kTanhS1Lo), dd_mul(dd<V>(kTanhS3x3Hi, kTanhS3x3Lo), x2));
   } else {
-    g.s = dd_mul(kSigmoidScaleDD, x);
-    g.ds = kSigmoidScaleDD;
+    g.s = dd_mul(dd<V>(kSigmoidHi, kSigmoidLo), g.x);
+    g.ds = dd<V>(kSigmoidHi, kSigmoidLo);
   }
-  g.saturated = g.saturated || fabs(g.s.hi) > kGateTailF64;
-  g.e = exp_dd(g.s.hi >= 0 ? dd_neg(g.s) : g.s);
-  const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
-  g.inv = dd_div(DD{1.0, 0.0}, dd_add(DD{1.0, 0.0}, e));
+  g.saturated = select(huge, V(1.0), select(fabs(g.s.hi) > V(kGateTailF64), V(1.0), V(0.0)));
+  g.e = exp_dd(select(g.s.hi >= V(0.0), dd_neg(g.s), g.s));
+  g.inv = dd_div(dd(V(1.0)), dd_add(dd(V(1.0)), scale_pow2(g.e.m, g.e.k)));
   return g;
 }
 
+// The value, or its limits where the gate saturates.
+template <class V>
+GELU_HD V saturate_gate(V x, const GateF64<V>& g, V value, V at_minus_inf, V at_plus_inf) {
+  return select(g.saturated > V(0.0), select(x > V(0.0), at_plus_inf, at_minus_inf), value);
+}
+
 // f = x sigmoid(s): x / (1 + e) for s >= 0, x e / (1 + e) for s < 0, e = exp(-|s|).
-GELU_HD double gate_forward_f64(double x, const GateF64& g) {
-  if (g.saturated) return x > 0 ? x : -0.0;
-  if (g.s.hi >= 0) {
-    const DD y = dd_mul(g.inv, x);
-    return y.hi + y.lo;
-  }
-  return round_scaled(dd_mul(dd_mul(g.e.m, g.inv), x), g.e.k);
+template <class V>
+GELU_HD V gate_forward_f64(V x, const GateF64<V>& g) {
+  const DD<V> positive = dd_mul(g.inv, g.x);
+  const V negative = round_scaled(dd_mul(dd_mul(g.e.m, g.inv), g.x), g.e.k);
+  return saturate_gate(x, g, select(g.s.hi >= V(0.0), positive.hi + positive.lo, negative),
+                       V(-0.0), x);
 }
 
 // f' = p + x s' p q. For s < 0, p = e/(1+e) and f' = p (1 + x s' / (1 + e)), scaled at the end.
-GELU_HD double gate_derivative_f64(double x, const GateF64& g) {
-  if (g.saturated) return x > 0 ? 1.0 : -0.0;
-  const DD xs = dd_mul(g.ds, x);
-  if (g.s.hi >= 0) {
-    const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
-    const DD pq = dd_mul(dd_mul(e, g.inv), g.inv);
-    const DD y = dd_add(g.inv, dd_mul(xs, pq));
-    return y.hi + y.lo;
-  }
-  const DD factor = dd_add(DD{1.0, 0.0}, dd_mul(xs, g.inv));
-  return round_scaled(dd_mul(dd_mul(g.e.m, g.inv), factor), g.e.k);
+template <class V>
+GELU_HD V gate_derivative_f64(V x, const GateF64<V>& g) {
+  const DD<V> xs = dd_mul(g.ds, g.x);
+  const DD<V> pq = dd_mul(dd_mul(scale_pow2(g.e.m, g.e.k), g.inv), g.inv);
+  const DD<V> positive = dd_add(g.inv, dd_mul(xs, pq));
+  const DD<V> factor = dd_add(dd(V(1.0)), dd_mul(xs, g.inv));
+  const V negative = round_scaled(dd_mul(dd_mul(g.e.m, g.inv), factor), g.e.k);
+  return saturate_gate(x, g, select(g.s.hi >= V(0.0), positive.hi + positive.lo, negative),
+                       V(-0.0), V(1.0));
 }
 
 // f'' = p q (2 s' + x ((q - p) s'^2 + s'')), q - p = -sign(s) (1 - e) / (1 + e).
-template <Approximate A>
-GELU_HD double gate_second_derivative_f64(double x, const GateF64& g) {
-  if (g.saturated) return -0.0;
-  const DD e = DD{scale_pow2(g.e.m.hi, g.e.k), scale_pow2(g.e.m.lo, g.e.k)};
-  DD q_minus_p = dd_mul(dd_add(DD{1.0, 0.0}, dd_neg(e)), g.inv);
-  if (g.s.hi >= 0) q_minus_p = dd_neg(q_minus_p);
-  const DD d2s = A == Approximate::kTanh ? dd_mul(kTanhS3x3DD, 2.0 * x) : DD{0.0, 0.0};
-  const DD inner = dd_add(dd_mul(dd_mul(q_minus_p, g.ds), g.ds), d2s);
-  const DD bracket = dd_add(dd_mul(inner, x), DD{2.0 * g.ds.hi, 2.0 * g.ds.lo});
-  const DD pq = dd_mul(dd_mul(g.e.m, g.inv), g.inv);  // scaled by 2^k below
-  return round_scaled(dd_mul(pq, bracket), g.e.k);
+template <Approximate A, class V>
+GELU_HD V gate_second_derivative_f64(V x, const GateF64<V>& g) {
+  const DD<V> q_minus_p = dd_mul(dd_add(dd(V(1.0)), dd_neg(scale_pow2(g.e.m, g.e.k))), g.inv);
+  const DD<V> signed_q_minus_p = select(g.s.hi >= V(0.0), dd_neg(q_minus_p), q_minus_p);
+  const DD<V> d2s = A == Approximate::kTanh ? dd_mul(dd<V>(kTanhS3x3Hi, kTanhS3x3Lo), V(2.0) * g.x)
+                                            : dd(V(0.0));
+  const DD<V> inner = dd_add(dd_mul(dd_mul(signed_q_minus_p, g.ds), g.ds), d2s);
+  const DD<V> bracket = dd_add(dd_mul(inner, g.x), DD<V>{V(2.0) * g.ds.hi, V(2.0) * g.ds.lo});
+  const DD<V> pq = dd_mul(dd_mul(g.e.m, g.inv), g.inv);  // scaled by 2^k below
+  return saturate_gate(x, g, round_scaled(dd_mul(pq, bracket), g.e.k), V(-0.0), V(-0.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -612,7 +637,7 @@ GELU_HD float select(bool c, float a, float b) { return c ? a : b; }
 
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
 GELU_HD float times_pow2(float value, float shifted) {
-  return value * float_from_bits((float_bits(shifted) - 0x4B400000u + 127u) << 23);
+  return value * bit_cast<float>((bit_cast<uint32_t>(shifted) - 0x4B400000u + 127u) << 23);
 }
 
 // 1/d to a relative error below 2^-22: the GPU's approximate reciprocal; on the CPU, a division
@@ -822,12 +847,12 @@ GELU_HD Derivatives<V> evaluate(V x) {
   Derivatives<V> r{};
   if constexpr (kFloat64) {
     if constexpr (A == Approximate::kNone) {
-      const TailF64 q = tail_f64(x);
+      const TailF64<V> q = tail_f64(x);
       if (kWant & kF) r.f = exact_forward_f64(x, q);
       if (kWant & kD1) r.d1 = exact_derivative_f64(x, q);
       if (kWant & kD2) r.d2 = exact_second_derivative_f64(x, q);
     } else {
-      const GateF64 g = gate_f64<A>(x);
+      const GateF64<V> g = gate_f64<A>(x);
       if (kWant & kF) r.f = gate_forward_f64(x, g);
       if (kWant & kD1) r.d1 = gate_derivative_f64(x, g);
       if (kWant & kD2) r.d2 = gate_second_derivative_f64<A>(x, g);

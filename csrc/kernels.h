@@ -28,6 +28,11 @@ enum class Pass : int32_t {
                      // dup = grad * gelu(gate)
 };
 
+// Expands X(pass) for every pass, for dispatch switches.
+#define GELU_FOR_EACH_PASS(X)                                                            \
+  X(Pass::kForward) X(Pass::kBackward) X(Pass::kDoubleBackward) X(Pass::kBiasForward) \
+  X(Pass::kBiasBackward) X(Pass::kGegluForward) X(Pass::kGegluBackward)
+
 constexpr int num_operands(Pass pass) {
   switch (pass) {
     case Pass::kForward: return 2;

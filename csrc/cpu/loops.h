@@ -25,9 +25,8 @@ struct Kernel {
   using M = math::PassMath<P, A, kFloat64>;
   using N = typename L::Narrow;
   static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
-  // Elements per step: float lanes for the narrow path of 16-bit data, one for float64's
-  // double-double scalar code, double lanes otherwise.
-  static constexpr int kWidth = kNarrow ? N::kWidth : kFloat64 ? 1 : L::kWidth;
+  // Elements per step: float lanes for the narrow path of 16-bit data, double lanes otherwise.
+  static constexpr int kWidth = kNarrow ? N::kWidth : L::kWidth;
 
   // The narrow path (gelu_math.h), with the double path for a step whose rounding test fails.
   __attribute__((always_inline)) static void narrow_step(char* const* p, int64_t i) {
@@ -56,17 +55,10 @@ struct Kernel {
   }
 
   __attribute__((always_inline)) static void vector(char* const* p, int64_t i) {
-    if constexpr (kFloat64) {
-      double in[kIn], out[kOut];
-      for (int k = 0; k < kIn; ++k) in[k] = reinterpret_cast<const double*>(p[kOut + k])[i];
-      M::apply(in, out);
-      for (int k = 0; k < kOut; ++k) reinterpret_cast<double*>(p[k])[i] = out[k];
-    } else {
-      typename L::V in[kIn], out[kOut];
-      for (int k = 0; k < kIn; ++k) in[k] = L::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-      M::apply(in, out);
-      for (int k = 0; k < kOut; ++k) L::store(reinterpret_cast<T*>(p[k]) + i, out[k]);
-    }
+    typename L::V in[kIn], out[kOut];
+    for (int k = 0; k < kIn; ++k) in[k] = L::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
+    M::apply(in, out);
+    for (int k = 0; k < kOut; ++k) L::store(reinterpret_cast<T*>(p[k]) + i, out[k]);
   }
 
   // n elements of each operand, contiguous. Two vectors per step give the core two independent
@@ -125,13 +117,7 @@ void run_typed(Pass pass, char** data, const int64_t* strides, int64_t size0, in
   switch (pass) {
 #define GELU_PASS_CASE(P) \
   case P: return Kernel<L, P, A, T>::block(data, strides, size0, size1);
-    GELU_PASS_CASE(Pass::kForward)
-    GELU_PASS_CASE(Pass::kBackward)
-    GELU_PASS_CASE(Pass::kDoubleBackward)
-    GELU_PASS_CASE(Pass::kBiasForward)
-    GELU_PASS_CASE(Pass::kBiasBackward)
-    GELU_PASS_CASE(Pass::kGegluForward)
-    GELU_PASS_CASE(Pass::kGegluBackward)
+    GELU_FOR_EACH_PASS(GELU_PASS_CASE)
 #undef GELU_PASS_CASE
   }
 }

@@ -50,6 +50,21 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   return Vec(_mm256_mul_pd(value.v, _mm256_castsi256_pd(_mm256_slli_epi64(k, 52))));
 }
 
+// floor(log2 x) for normal positive x (the double-double path's interval index): the exponent
+// field, turned into a double through the bits of 2^52 + field.
+GELU_SIMD Vec binary_exponent(Vec x) {
+  const __m256i field = _mm256_srli_epi64(_mm256_castpd_si256(x.v), 52);
+  const __m256d two52 = _mm256_set1_pd(4503599627370496.0);
+  const __m256d biased = _mm256_sub_pd(
+      _mm256_castsi256_pd(_mm256_or_si256(field, _mm256_castpd_si256(two52))), two52);
+  return Vec(_mm256_sub_pd(biased, _mm256_set1_pd(1023.0)));
+}
+// table[row * stride + column] for each lane (rows are small non-negative integers).
+GELU_SIMD Vec table_entry(const double* table, Vec row, int column, int stride) {
+  const __m256d index = _mm256_fmadd_pd(row.v, _mm256_set1_pd(stride), _mm256_set1_pd(column));
+  return Vec(_mm256_i32gather_pd(table, _mm256_cvttpd_epi32(index), 8));
+}
+
 // ---------------------------------------------------------------------------------------------
 // 8 floats, for the narrow path of float16 and bfloat16 data.
 

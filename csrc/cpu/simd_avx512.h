@@ -50,6 +50,14 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   return Vec(_mm512_mul_pd(value.v, _mm512_castsi512_pd(_mm512_slli_epi64(k, 52))));
 }
 
+// floor(log2 x) for normal positive x (the double-double path's interval index).
+GELU_SIMD Vec binary_exponent(Vec x) { return Vec(_mm512_getexp_pd(x.v)); }
+// table[row * stride + column] for each lane (rows are small non-negative integers).
+GELU_SIMD Vec table_entry(const double* table, Vec row, int column, int stride) {
+  const __m512d index = _mm512_fmadd_pd(row.v, _mm512_set1_pd(stride), _mm512_set1_pd(column));
+  return Vec(_mm512_i64gather_pd(_mm512_cvttpd_epi64(index), table, 8));
+}
+
 // ---------------------------------------------------------------------------------------------
 // 16 floats, for the narrow path of float16 and bfloat16 data.
 

@@ -246,13 +246,7 @@ cudaError_t dispatch(Pass pass, Approximate approximate, DType dtype, Args&&... 
   switch (pass) {
 #define GELU_PASS_CASE(P) \
   case P: return dispatch_variant<P, Launch>(approximate, dtype, args...);
-    GELU_PASS_CASE(Pass::kForward)
-    GELU_PASS_CASE(Pass::kBackward)
-    GELU_PASS_CASE(Pass::kDoubleBackward)
-    GELU_PASS_CASE(Pass::kBiasForward)
-    GELU_PASS_CASE(Pass::kBiasBackward)
-    GELU_PASS_CASE(Pass::kGegluForward)
-    GELU_PASS_CASE(Pass::kGegluBackward)
+    GELU_FOR_EACH_PASS(GELU_PASS_CASE)
 #undef GELU_PASS_CASE
   }
   return cudaErrorInvalidValue;
