@@ -61,9 +61,10 @@ class Op:
         self.elements_moved = elements_moved  # pass -> elements read + written, per output element
 
     def implementations(self):
+        # Compiled with dynamic shapes: once per dtype and variant rather than once per size.
         torch._dynamo.config.cache_size_limit = 1024
         return {"gelu_ext": self.gelu_ext_fn, "eager": self.eager_fn,
-                "compile": torch.compile(self.eager_fn)}
+                "compile": torch.compile(self.eager_fn, dynamic=True)}
 
 
 def make_op(name, variant, shape, dtype, device, g):
@@ -89,16 +90,17 @@ def make_op(name, variant, shape, dtype, device, g):
 
 
 class Timer:
-    def __init__(self, device):
-        self.device = device
+    def __init__(self, device, budget_s=0.6):
+        self.device, self.budget_s = device, budget_s
 
-    def median(self, fn, inputs, min_reps=7, max_reps=60, budget_s=0.6):
+    def median(self, fn, inputs, min_reps=7, max_reps=60, budget_s=None):
         """Median seconds of fn(inputs[i]) over rotating inputs, after warm-up."""
         for i in range(3):
             fn(inputs[i % len(inputs)])
         self.sync()
         times = []
         start = time.perf_counter()
+        budget_s = self.budget_s if budget_s is None else budget_s
         i = 0
         while len(times) < min_reps or (len(times) < max_reps and
                                         time.perf_counter() - start < budget_s):
@@ -163,7 +165,7 @@ def time_pass(timer, pass_name, impl, sets):
 
 def run(args):
     device = args.device
-    timer = Timer(device)
+    timer = Timer(device, args.budget)
     rows = []
     copy_bw = copy_bandwidth(device, timer)
     cases = []
@@ -240,8 +242,9 @@ def write_outputs(rows, copy_bw, args):
                      f"{r['vs_compile']:.2f}x |")
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
-    plot(rows, copy_bw, base + ".png")
-    print(f"wrote {base}.md, .csv, .png", file=sys.stderr)
+    if not args.no_plot:
+        plot(rows, copy_bw, base + ".png")
+    print(f"wrote {base}.md and .csv" + ("" if args.no_plot else ", .png"), file=sys.stderr)
 
 
 def plot(rows, copy_bw, path):
@@ -291,6 +294,9 @@ def main():
                         help="rotate inputs over at least this many MB (default 256 CPU, 1024 GPU)")
     parser.add_argument("--quick", action="store_true", help="a short run: few sizes")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    parser.add_argument("--budget", type=float, default=0.6,
+                        help="seconds of repetitions per measurement (at least 7 runs)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
     if args.threads:

@@ -6,8 +6,8 @@
 #   3. checks float32 exhaustively on the GPU (all 2^32 inputs, forward and backward, each
 #      variant) and float16/bfloat16 exhaustively (every pass);
 #   4. runs the GPU part of bench/bench.py, with the measured copy bandwidth.
-# The log (gpu_check.log) and tables go to the folder given as the first argument, in six files;
-# a short summary comes last.
+# The log (gpu_check.log) and tables go to the folder given as the first argument (eight files,
+# the most a device run returns); a short summary comes last.
 #
 #   bash bench/gpu_check.sh OUT_DIR
 set -uo pipefail
@@ -52,7 +52,7 @@ cd "$out"
 
 # 2. The CUDA tests (every test that runs on the GPU), in parallel where pytest-xdist is there.
 xdist=()
-"$python" -c "import xdist" 2>/dev/null && xdist=(-n 4)
+"$python" -c "import xdist" 2>/dev/null && xdist=(-n 8)
 step "CUDA tests" "$python" -m pytest "$repo/tests" -q -rs "${xdist[@]}" \
   -k "cuda" -p no:cacheprovider
 
@@ -64,8 +64,11 @@ step "16-bit exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
   --devices cuda --dtypes bfloat16 float16 --no-validate --no-plot --out "$out"
 
 # 4. Speed: the GPU part of bench/bench.py (it prints the copy bandwidth first).
-step "bench (GPU)" "$python" "$repo/bench/bench.py" --device cuda \
-  --dtypes float32 bfloat16 float16 --sizes 16 18 20 22 24 26 --out "$out"
+step "bench (GPU): gelu" "$python" "$repo/bench/bench.py" --device cuda --ops gelu \
+  --dtypes float32 bfloat16 float16 --sizes 16 20 24 26 --budget 0.2 --out "$out"
+step "bench (GPU): fused ops" "$python" "$repo/bench/bench.py" --device cuda \
+  --ops bias_gelu geglu --dtypes float32 bfloat16 --variants none tanh --budget 0.2 --no-plot \
+  --out "$out/fused"
 
 echo
 echo "== summary ($((SECONDS - start)) s)"
@@ -77,8 +80,8 @@ grep -h "^| cuda" "$out"/accuracy_exhaustive.md "$out"/accuracy.md 2>/dev/null |
 echo
 echo "-- speed at 2^24 elements and more (gelu_ext GB/s, % of copy, x eager, x compile)"
 grep -E "copy bandwidth" "$log" | head -1
-awk -F'|' '/^\| / && $5 ~ /(16777216|67108864|8192x3072)/ {printf "%-17s %-8s %-9s %-9s %8s %6s %8s %8s\n", $2, $3, $4, $5, $9, $10, $11, $12}' \
-  "$out/bench_cuda.md" 2>/dev/null
+awk -F'|' '/^\| / && $6 ~ /(16777216|67108864|8192x3072|4096x)/ {printf "%-10s %-17s %-8s %-9s %-10s %8s %6s %8s %8s\n", $2, $3, $4, $5, $6, $10, $11, $12, $13}' \
+  "$out/bench_cuda.md" "$out/fused/bench_cuda.md" 2>/dev/null
 failed=0
 for s in "${status[@]}"; do [[ $s == *FAILED* ]] && failed=1; done
 exit $failed
