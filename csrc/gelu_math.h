@@ -686,7 +686,7 @@ GELU_HD F narrow_upper_tail(F t) {
 
 // Core domains: where every intermediate is a normal float and the error bounds hold. Beyond
 // them the double path takes over, so the computation below may produce anything there.
-constexpr float kNarrowCoreExact = 8.0f, kNarrowCoreTanh = 4.5f, kNarrowCoreSigmoid = 9.0f;
+constexpr float kNarrowCoreExact = 8.0f, kNarrowCoreTanh = 9.0f, kNarrowCoreSigmoid = 9.0f;
 
 template <Approximate A>
 constexpr float narrow_core() {
@@ -738,8 +738,9 @@ GELU_HD void narrow_gate(F xc, Bounded<F>& f, Bounded<F>& d1) {
     const F x2 = xc * xc, x2_lo = fma(xc, xc, -x2);
     const F c3x2 = F(kC3Hi) * x2;
     const F c3x2_lo = fma(F(kC3Hi), x2, -c3x2) + fma(F(kC3Hi), x2_lo, F(kC3Lo) * x2);
-    const F w = F(kC1Hi) + c3x2;                    // |c1| > |c3 x^2| in the core domain
-    const F w_lo = ((F(kC1Hi) - w) + c3x2) + (F(kC1Lo) + c3x2_lo);
+    const F w = F(kC1Hi) + c3x2;                    // w + error exactly (two-sum)
+    const F c3x2_part = w - F(kC1Hi);
+    const F w_lo = ((F(kC1Hi) - (w - c3x2_part)) + (c3x2 - c3x2_part)) + (F(kC1Lo) + c3x2_lo);
     s_hi = xc * w;
     s_lo = fma(xc, w, -s_hi) + xc * w_lo;
     ds = fma(F(3.0f * kC3Hi), x2, F(kC1Hi));

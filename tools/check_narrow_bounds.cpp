@@ -4,7 +4,7 @@
 // |value - exact| / error (must stay below 1) and the largest relative error.
 //
 //   g++ -O2 -std=c++17 -ffp-contract=off -I csrc tools/check_narrow_bounds.cpp -o /tmp/check \
-//       -lpthread && /tmp/check [step]
+//       -lpthread && /tmp/check [step [none|tanh|sigmoid]]
 //
 // This checks the portable code (scalar float, IEEE division). The vector kernels use other
 // reciprocals and the GPU other exp and reciprocal instructions; tests/test_cpu_kernels.py and
@@ -98,7 +98,9 @@ void check(uint64_t step) {
 
 int main(int argc, char** argv) {
   const uint64_t step = argc > 1 ? strtoull(argv[1], nullptr, 10) : 1;
-  check<Approximate::kNone>(step);
-  check<Approximate::kTanh>(step);
-  check<Approximate::kSigmoid>(step);
+  const char* only = argc > 2 ? argv[2] : nullptr;
+  auto wanted = [&](const char* name) { return !only || strcmp(only, name) == 0; };
+  if (wanted("none")) check<Approximate::kNone>(step);
+  if (wanted("tanh")) check<Approximate::kTanh>(step);
+  if (wanted("sigmoid")) check<Approximate::kSigmoid>(step);
 }

@@ -19,7 +19,7 @@ struct NarrowLanes {
   static float load(const BFloat16* p) { return c10::detail::f32_from_bits(p->bits); }
   static Bits round(const Float16*, float v) { return c10::detail::fp16_ieee_from_fp32_value(v); }
   static Bits round(const BFloat16*, float v) { return c10::detail::round_to_nearest_even(v); }
-  static bool same(Bits a, Bits b) { return a == b; }
+  static uint32_t differing(Bits a, Bits b) { return a != b; }
   template <class T>
   static void store(T* p, Bits bits) {
     p->bits = bits;

@@ -28,29 +28,61 @@ struct Kernel {
   // Elements per step: float lanes for the narrow path of 16-bit data, double lanes otherwise.
   static constexpr int kWidth = kNarrow ? N::kWidth : L::kWidth;
 
-  // The narrow path (gelu_math.h), with the double path for a step whose rounding test fails.
-  __attribute__((always_inline)) static void narrow_step(char* const* p, int64_t i) {
+  // Elements whose narrow result failed its rounding test, redone by the double path in groups
+  // of L::kWidth once that many are pending, so that a rare failure costs one element's worth of
+  // double arithmetic rather than a whole vector's.
+  struct Redo {
+    int64_t index[L::kWidth];
+    int count = 0;
+
+    void add(char* const* p, int64_t i) {
+      index[count++] = i;
+      if (count == L::kWidth) flush(p);
+    }
+    void flush(char* const* p) {
+      if (count == 0) return;
+      T buffer[kOperands][L::kWidth] = {};
+      char* b[kOperands];
+      for (int k = 0; k < kOperands; ++k) b[k] = reinterpret_cast<char*>(buffer[k]);
+      for (int k = kOut; k < kOperands; ++k)
+        for (int e = 0; e < count; ++e)
+          std::memcpy(&buffer[k][e], p[k] + index[e] * sizeof(T), sizeof(T));
+      vector(b, 0);
+      for (int k = 0; k < kOut; ++k)
+        for (int e = 0; e < count; ++e)
+          std::memcpy(p[k] + index[e] * sizeof(T), &buffer[k][e], sizeof(T));
+      count = 0;
+    }
+  };
+
+  // The narrow path (gelu_math.h): every lane is stored, and those whose rounding test fails
+  // are redone by the double path.
+  __attribute__((always_inline)) static void narrow_step(char* const* p, int64_t i, Redo& redo) {
     typename N::F in[kIn];
     math::Bounded<typename N::F> out[kOut];
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
     math::NarrowPassMath<P, A>::apply(in, out);
-    typename N::Bits bits[kOut];
-    bool correctly_rounded = true;
+    uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {
       const T* tag = nullptr;
-      bits[k] = N::round(tag, out[k].value);
-      correctly_rounded &= N::same(N::round(tag, out[k].value - out[k].error),
-                                   N::round(tag, out[k].value + out[k].error));
+      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, out[k].value));
+      failed |= N::differing(N::round(tag, out[k].value - out[k].error),
+                             N::round(tag, out[k].value + out[k].error));
     }
-    if (correctly_rounded) {
-      for (int k = 0; k < kOut; ++k) N::store(reinterpret_cast<T*>(p[k]) + i, bits[k]);
-      return;
+    // Where many lanes of a double vector failed (inputs outside the core domain, mostly), the
+    // double path redoes all of them in place; a few are queued.
+    for (int j = 0; j < N::kWidth; j += L::kWidth) {
+      uint32_t lanes = (failed >> j) & ((1u << L::kWidth) - 1);
+      if (__builtin_popcount(lanes) > L::kWidth / 4) {
+        vector(p, i + j);
+        continue;
+      }
+      for (; lanes != 0; lanes &= lanes - 1) redo.add(p, i + j + __builtin_ctz(lanes));
     }
-    for (int j = 0; j < N::kWidth; j += L::kWidth) vector(p, i + j);
   }
 
-  __attribute__((always_inline)) static void step(char* const* p, int64_t i) {
-    if constexpr (kNarrow) narrow_step(p, i);
+  __attribute__((always_inline)) static void step(char* const* p, int64_t i, Redo& redo) {
+    if constexpr (kNarrow) narrow_step(p, i, redo);
     else vector(p, i);
   }
 
@@ -61,15 +93,24 @@ struct Kernel {
     for (int k = 0; k < kOut; ++k) L::store(reinterpret_cast<T*>(p[k]) + i, out[k]);
   }
 
+  // Inputs are prefetched this far ahead: the loop spends long enough on each cache line that
+  // the hardware prefetchers of some machines (virtual ones especially) fall behind.
+  static constexpr int64_t kPrefetchBytes = 4096;
+
   // n elements of each operand, contiguous. Two vectors per step give the core two independent
   // dependency chains to interleave.
   static void contiguous(char* const* p, int64_t n) {
+    Redo redo;
     int64_t i = 0;
     for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
-      step(p, i);
-      step(p, i + kWidth);
+      for (int k = kOut; k < kOperands; ++k)
+        for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
+          __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 0);
+      step(p, i, redo);
+      step(p, i + kWidth, redo);
     }
-    for (; i + kWidth <= n; i += kWidth) step(p, i);
+    for (; i + kWidth <= n; i += kWidth) step(p, i, redo);
+    redo.flush(p);
     if (i == n) return;
     T pad[kOperands][kWidth] = {};
     char* padded[kOperands];
@@ -78,7 +119,8 @@ struct Kernel {
       padded[k] = reinterpret_cast<char*>(pad[k]);
       if (k >= kOut) std::memcpy(pad[k], p[k] + i * sizeof(T), rest * sizeof(T));
     }
-    step(padded, 0);
+    step(padded, 0, redo);
+    redo.flush(padded);
     for (int k = 0; k < kOut; ++k) std::memcpy(p[k] + i * sizeof(T), pad[k], rest * sizeof(T));
   }
 

@@ -129,8 +129,10 @@ struct NarrowLanes {
     r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   }
-  GELU_SIMD static bool same(Bits a, Bits b) {
-    return _mm_movemask_epi8(_mm_cmpeq_epi16(a, b)) == 0xFFFF;
+  // Bit j set where lane j of a and b differ.
+  GELU_SIMD static uint32_t differing(Bits a, Bits b) {
+    const __m128i equal = _mm_cmpeq_epi16(a, b);  // 0xFFFF or 0 per lane; packed to one byte each
+    return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal))) & 0xFFu;
   }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {

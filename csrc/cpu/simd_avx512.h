@@ -121,9 +121,8 @@ struct NarrowLanes {
     r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v.v, v.v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
     return _mm512_cvtepi32_epi16(r);
   }
-  GELU_SIMD static bool same(Bits a, Bits b) {
-    return _mm256_cmpneq_epi16_mask(a, b) == 0;
-  }
+  // Bit j set where lane j of a and b differ.
+  GELU_SIMD static uint32_t differing(Bits a, Bits b) { return _mm256_cmpneq_epi16_mask(a, b); }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
