@@ -14,7 +14,8 @@ in the same run, and the speed-up of gelu_ext over each baseline.
   x and grad and writes dx; forward+backward is the sum. The copy bandwidth is that of
   y.copy_(x) on a large tensor, bytes read plus bytes written.
 - Method: warm-up, then repeated calls timed one by one (host clock on the CPU, CUDA events on
-  the GPU), medians reported. Inputs rotate among enough buffers to exceed --rotate-mb, so that
+  the GPU), medians reported. gelu_ext and its baselines take turns, a call each per round, so
+  that drift in the machine's speed affects them alike. Inputs rotate among enough buffers to exceed --rotate-mb, so that
   caches do not flatter small sizes.
 
     python bench/bench.py --quick                 # a short run
@@ -93,32 +94,38 @@ class Timer:
     def __init__(self, device, budget_s=0.6):
         self.device, self.budget_s = device, budget_s
 
-    def median(self, fn, inputs, min_reps=7, max_reps=60, budget_s=None):
-        """Median seconds of fn(inputs[i]) over rotating inputs, after warm-up."""
-        for i in range(3):
-            fn(inputs[i % len(inputs)])
+    def medians(self, fns, min_reps=7, max_reps=60, budget_s=None):
+        """Median seconds of each fn(i) (i counts up, for rotating inputs), after warm-up.
+
+        The functions take turns, one call each per round, so that a machine whose speed drifts
+        (a shared or virtual one) slows them alike and their ratios stay fair.
+        """
+        for fn in fns.values():
+            for i in range(3):
+                fn(i)
         self.sync()
-        times = []
+        times = {name: [] for name in fns}
+        budget_s = (self.budget_s if budget_s is None else budget_s) * len(fns)
         start = time.perf_counter()
-        budget_s = self.budget_s if budget_s is None else budget_s
-        i = 0
-        while len(times) < min_reps or (len(times) < max_reps and
-                                        time.perf_counter() - start < budget_s):
-            arg = inputs[i % len(inputs)]
-            i += 1
-            if self.device == "cuda":
-                begin = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                begin.record()
-                fn(arg)
-                end.record()
-                end.synchronize()
-                times.append(begin.elapsed_time(end) * 1e-3)
-            else:
-                t0 = time.perf_counter()
-                fn(arg)
-                times.append(time.perf_counter() - t0)
-        return statistics.median(times)
+        rounds = 0
+        while rounds < min_reps or (rounds < max_reps and time.perf_counter() - start < budget_s):
+            for name, fn in fns.items():
+                times[name].append(self.time_call(fn, rounds))
+            rounds += 1
+        return {name: statistics.median(t) for name, t in times.items()}
+
+    def time_call(self, fn, i):
+        if self.device == "cuda":
+            begin = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            begin.record()
+            fn(i)
+            end.record()
+            end.synchronize()
+            return begin.elapsed_time(end) * 1e-3
+        t0 = time.perf_counter()
+        fn(i)
+        return time.perf_counter() - t0
 
     def sync(self):
         if self.device == "cuda":
@@ -128,7 +135,7 @@ class Timer:
 def copy_bandwidth(device, timer, nbytes=1 << 28):
     x = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_()
     y = torch.empty_like(x)
-    t = timer.median(lambda a: y.copy_(a), [x], min_reps=5, max_reps=20)
+    t = timer.medians({"copy": lambda i: y.copy_(x)}, min_reps=5, max_reps=20)["copy"]
     return 2 * nbytes / t
 
 
@@ -144,23 +151,30 @@ def input_sets(op_name, variant, shape, dtype, device, rotate_bytes):
     return sets
 
 
-def time_pass(timer, pass_name, impl, sets):
-    """Median time of one pass of implementation `impl` (a key of Op.implementations)."""
+def time_passes(timer, pass_name, sets):
+    """Median time of one pass for each implementation (the keys of Op.implementations)."""
     fns = sets[0][0].implementations()
-    fn = fns[impl]
+    pick = lambda items, i: items[i % len(items)]  # noqa: E731: rotate among the input sets
     if pass_name == "forward":
-        return timer.median(lambda s: fn(*s[0].leaves), sets)
-    if pass_name == "forward+backward":
-        def forward_backward(s):
-            leaves = [t.detach().requires_grad_() for t in s[0].leaves]
-            return torch.autograd.grad(fn(*leaves), leaves, s[1])
-        return timer.median(forward_backward, sets)
-    # backward alone: autograd.grad through graphs built once, kept with retain_graph
-    graphs = []
-    for op, grad in sets:
-        leaves = [t.detach().requires_grad_() for t in op.leaves]
-        graphs.append((fn(*leaves), leaves, grad))
-    return timer.median(lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True), graphs)
+        calls = {impl: (lambda i, fn=fn: fn(*pick(sets, i)[0].leaves)) for impl, fn in fns.items()}
+    elif pass_name == "forward+backward":
+        def forward_backward(i, fn):
+            op, grad = pick(sets, i)
+            leaves = [t.detach().requires_grad_() for t in op.leaves]
+            return torch.autograd.grad(fn(*leaves), leaves, grad)
+        calls = {impl: (lambda i, fn=fn: forward_backward(i, fn)) for impl, fn in fns.items()}
+    else:  # backward alone: autograd.grad through graphs built once, kept with retain_graph
+        def graphs(fn):
+            built = []
+            for op, grad in sets:
+                leaves = [t.detach().requires_grad_() for t in op.leaves]
+                built.append((fn(*leaves), leaves, grad))
+            return built
+        def backward(i, built):
+            y, leaves, grad = pick(built, i)
+            return torch.autograd.grad(y, leaves, grad, retain_graph=True)
+        calls = {impl: (lambda i, built=graphs(fn): backward(i, built)) for impl, fn in fns.items()}
+    return timer.medians(calls)
 
 
 def run(args):
@@ -181,8 +195,7 @@ def run(args):
     for n, (op_name, pass_name, variant, dtype_name, shape) in enumerate(cases, 1):
         dtype = DTYPES[dtype_name]
         sets = input_sets(op_name, variant, shape, dtype, device, args.rotate_mb << 20)
-        times = {impl: time_pass(timer, pass_name, impl, sets)
-                 for impl in ("gelu_ext", "eager", "compile")}
+        times = time_passes(timer, pass_name, sets)
         numel = math.prod(shape)
         moved = sets[0][0].elements_moved[pass_name] * numel * torch.finfo(dtype).bits // 8
         bw = moved / times["gelu_ext"]
@@ -287,22 +300,29 @@ def main():
                         help="bias_gelu and geglu are compared with their eager compositions")
     parser.add_argument("--passes", nargs="+", default=PASSES, choices=PASSES)
     parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
-    parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
+    parser.add_argument("--dtypes", nargs="+", default=None, choices=list(DTYPES),
+                        help="default: all (with --quick: float32 bfloat16)")
     parser.add_argument("--sizes", nargs="+", type=int, default=None,
                         help="log2 of the element counts (default 10 12 ... 26)")
     parser.add_argument("--rotate-mb", type=int, default=None,
                         help="rotate inputs over at least this many MB (default 256 CPU, 1024 GPU)")
-    parser.add_argument("--quick", action="store_true", help="a short run: few sizes")
+    parser.add_argument("--quick", action="store_true",
+                        help="a short run: sizes 2^16 and 2^22, float32 and bfloat16, budget 0.1 s")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
-    parser.add_argument("--budget", type=float, default=0.6,
-                        help="seconds of repetitions per measurement (at least 7 runs)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds of repetitions per implementation and case, at least 7 runs "
+                             "(default 0.6)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.sizes is None:
-        args.sizes = [16, 20, 22] if args.quick else list(range(10, 27, 2))
+        args.sizes = [16, 22] if args.quick else list(range(10, 27, 2))
+    if args.dtypes is None:
+        args.dtypes = ["float32", "bfloat16"] if args.quick else list(DTYPES)
+    if args.budget is None:
+        args.budget = 0.1 if args.quick else 0.6
     if args.rotate_mb is None:
         args.rotate_mb = 1024 if args.device == "cuda" else 256
     print(f"# {describe_machine(args.device)}; torch {torch.__version__}", file=sys.stderr)
