@@ -25,6 +25,7 @@ Writes bench/results/bench_<device>.{md,csv,png}.
 
 import argparse
 import csv
+import itertools
 import math
 import os
 import platform
@@ -95,14 +96,17 @@ class Timer:
         self.device, self.budget_s = device, budget_s
 
     def medians(self, fns, min_reps=7, max_reps=60, budget_s=None):
-        """Median seconds of each fn(i) (i counts up, for rotating inputs), after warm-up.
+        """Median seconds of each fn(i) (i counts up across all calls: rotating inputs), after warm-up.
 
         The functions take turns, one call each per round, so that a machine whose speed drifts
         (a shared or virtual one) slows them alike and their ratios stay fair.
         """
+        # Every call gets the next input set in turn, so no call finds its inputs in the cache
+        # because the call before it (another implementation's) had just read them.
+        turn = itertools.count()
         for fn in fns.values():
-            for i in range(3):
-                fn(i)
+            for _ in range(3):
+                fn(next(turn))
         self.sync()
         times = {name: [] for name in fns}
         budget_s = (self.budget_s if budget_s is None else budget_s) * len(fns)
@@ -110,7 +114,7 @@ class Timer:
         rounds = 0
         while rounds < min_reps or (rounds < max_reps and time.perf_counter() - start < budget_s):
             for name, fn in fns.items():
-                times[name].append(self.time_call(fn, rounds))
+                times[name].append(self.time_call(fn, next(turn)))
             rounds += 1
         return {name: statistics.median(t) for name, t in times.items()}
 
