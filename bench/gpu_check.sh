@@ -65,9 +65,9 @@ step "16-bit exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
 
 # 4. Speed: the GPU part of bench/bench.py (it prints the copy bandwidth first).
 step "bench (GPU): gelu" "$python" "$repo/bench/bench.py" --device cuda --ops gelu \
-  --dtypes float32 bfloat16 float16 --sizes 16 20 24 26 --budget 0.2 --out "$out"
+  --dtypes float32 bfloat16 float16 --sizes 16 20 24 26 --budget 0.1 --out "$out"
 step "bench (GPU): fused ops" "$python" "$repo/bench/bench.py" --device cuda \
-  --ops bias_gelu geglu --dtypes float32 bfloat16 --variants none tanh --budget 0.2 --no-plot \
+  --ops bias_gelu geglu --dtypes float32 bfloat16 --variants none tanh --budget 0.1 --no-plot \
   --out "$out/fused"
 
 echo
