@@ -19,7 +19,11 @@ struct NarrowLanes {
   static float load(const BFloat16* p) { return c10::detail::f32_from_bits(p->bits); }
   static Bits round(const Float16*, float v) { return c10::detail::fp16_ieee_from_fp32_value(v); }
   static Bits round(const BFloat16*, float v) { return c10::detail::round_to_nearest_even(v); }
-  static uint32_t differing(Bits a, Bits b) { return a != b; }
+  // Whether [lo, hi] may contain a rounding boundary of the 16-bit type.
+  template <class T>
+  static uint32_t unsure(const T* tag, float lo, float hi) {
+    return round(tag, lo) != round(tag, hi);
+  }
   template <class T>
   static void store(T* p, Bits bits) {
     p->bits = bits;

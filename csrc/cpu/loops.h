@@ -66,8 +66,7 @@ struct Kernel {
     for (int k = 0; k < kOut; ++k) {
       const T* tag = nullptr;
       N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, out[k].value));
-      failed |= N::differing(N::round(tag, out[k].value - out[k].error),
-                             N::round(tag, out[k].value + out[k].error));
+      failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
     }
     // Where many lanes of a double vector failed (inputs outside the core domain, mostly), the
     // double path redoes all of them in place; a few are queued.

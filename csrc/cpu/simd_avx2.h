@@ -134,6 +134,19 @@ struct NarrowLanes {
     const __m128i equal = _mm_cmpeq_epi16(a, b);  // 0xFFFF or 0 per lane; packed to one byte each
     return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal))) & 0xFFu;
   }
+  // Bit j set where [lo, hi] may contain a rounding boundary of the 16-bit type (see
+  // simd_avx512.h).
+  GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi) {
+    return differing(round(tag, lo), round(tag, hi));
+  }
+  GELU_SIMD static uint32_t unsure(const BFloat16*, VecF lo, VecF hi) {
+    const __m256i a = _mm256_castps_si256(lo.v), b = _mm256_castps_si256(hi.v);
+    const __m256i smaller = _mm256_min_epu32(a, b), larger = _mm256_max_epu32(a, b);
+    const __m256i below_smaller = _mm256_srli_epi32(_mm256_add_epi32(smaller, _mm256_set1_epi32(0x7FFF)), 16);
+    const __m256i up_to_larger = _mm256_srli_epi32(_mm256_add_epi32(larger, _mm256_set1_epi32(0x8000)), 16);
+    const __m256i equal = _mm256_cmpeq_epi32(below_smaller, up_to_larger);
+    return ~static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(equal))) & 0xFFu;
+  }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bits);

@@ -123,6 +123,22 @@ struct NarrowLanes {
   }
   // Bit j set where lane j of a and b differ.
   GELU_SIMD static uint32_t differing(Bits a, Bits b) { return _mm256_cmpneq_epi16_mask(a, b); }
+  // Bit j set where [lo, hi] may contain a rounding boundary of the 16-bit type, so that values
+  // in it could round differently (lo and hi are floats; every boundary is a float too).
+  GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi) {
+    return differing(round(tag, lo), round(tag, hi));
+  }
+  // bfloat16: float bit patterns order like magnitudes, and the boundaries are the patterns
+  // k * 2^16 + 0x8000. (u + 0x7FFF) >> 16 counts the boundaries below pattern u, and
+  // (u + 0x8000) >> 16 those up to u: equal counts for the smaller and the larger end mean that
+  // none lies between them. Ends of opposite signs always count as unsure.
+  GELU_SIMD static uint32_t unsure(const BFloat16*, VecF lo, VecF hi) {
+    const __m512i a = _mm512_castps_si512(lo.v), b = _mm512_castps_si512(hi.v);
+    const __m512i smaller = _mm512_min_epu32(a, b), larger = _mm512_max_epu32(a, b);
+    const __m512i below_smaller = _mm512_srli_epi32(_mm512_add_epi32(smaller, _mm512_set1_epi32(0x7FFF)), 16);
+    const __m512i up_to_larger = _mm512_srli_epi32(_mm512_add_epi32(larger, _mm512_set1_epi32(0x8000)), 16);
+    return _mm512_cmpneq_epi32_mask(below_smaller, up_to_larger);
+  }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
