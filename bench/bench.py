@@ -96,13 +96,13 @@ class Timer:
         self.device, self.budget_s = device, budget_s
 
     def medians(self, fns, min_reps=7, max_reps=60, budget_s=None):
-        """Median seconds of each fn(i) (i counts up across all calls: rotating inputs), after warm-up.
+        """Median seconds of each fn(i), after warm-up.
 
         The functions take turns, one call each per round, so that a machine whose speed drifts
-        (a shared or virtual one) slows them alike and their ratios stay fair.
+        (a shared or virtual one) slows them alike and their ratios stay fair. i counts up across
+        all calls, so each call takes the next input set and never finds its inputs cached by the
+        call before it.
         """
-        # Every call gets the next input set in turn, so no call finds its inputs in the cache
-        # because the call before it (another implementation's) had just read them.
         turn = itertools.count()
         for fn in fns.values():
             for _ in range(3):

@@ -162,12 +162,12 @@ at::TensorIterator geglu_backward_iter(const at::Tensor& grad_output, const at::
       .build();
 }
 
-at::Tensor sum_to_bias(const at::Tensor& grad_input, const at::Tensor& bias) {
+at::Tensor sum_to_bias(const at::Tensor& grad_input) {
   std::vector<int64_t> leading(grad_input.dim() - 1);
   for (size_t d = 0; d < leading.size(); ++d) leading[d] = static_cast<int64_t>(d);
   // ATen accumulates 16-bit sums in float and rounds once; asking for a float result instead
   // would first copy the whole gradient to float (three times slower on the CPU).
-  return at::sum(grad_input, leading, /*keepdim=*/false).to(bias.scalar_type());
+  return at::sum(grad_input, leading, /*keepdim=*/false);
 }
 
 namespace {

@@ -31,8 +31,8 @@ at::TensorIterator geglu_backward_iter(const at::Tensor& grad_output, const at::
                                        const at::Tensor& up);
 
 // grad_input summed over all but the last dimension, accumulated in float (double for float64)
-// and returned in the bias's dtype.
-at::Tensor sum_to_bias(const at::Tensor& grad_input, const at::Tensor& bias);
+// and returned in grad_input's dtype, which is the bias's (checked with the inputs).
+at::Tensor sum_to_bias(const at::Tensor& grad_input);
 
 // A backend runs one pass over an iterator built above.
 using RunPass = void (*)(at::TensorIteratorBase& iter, Pass pass, Approximate approximate);
@@ -84,7 +84,7 @@ std::tuple<at::Tensor, at::Tensor> bias_gelu_backward_op(const at::Tensor& grad_
   auto iter = bias_backward_iter(grad_output, input, bias);
   run(iter, Pass::kBiasBackward, a);
   at::Tensor grad_input = iter.output();
-  return {grad_input, sum_to_bias(grad_input, bias)};
+  return {grad_input, sum_to_bias(grad_input)};
 }
 
 template <RunPass run>

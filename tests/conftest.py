@@ -5,6 +5,10 @@ import gelu_ext  # noqa: F401  (registers the ops)
 
 FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 HALF_DTYPES = [torch.float16, torch.bfloat16]
+# 16-bit results are correctly rounded: 0.5 ulp, with slack for the float64 reference's own
+# 1e-12 error.
+CORRECTLY_ROUNDED = 0.5 + 1e-6
+
 APPROXIMATIONS = ["none", "tanh", "sigmoid"]
 
 CUDA_BUILT = torch._C._dispatch_has_kernel_for_dispatch_key("gelu_ext::gelu", "CUDA")

@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from conftest import FLOAT_DTYPES, HALF_DTYPES, all_values, binade_samples
+from conftest import CORRECTLY_ROUNDED, FLOAT_DTYPES, HALF_DTYPES, all_values, binade_samples
 
 import gelu_ext  # noqa: F401
 from gelu_ext.reference import derivative_scales, mp_reference, torch_reference, ulp
@@ -15,8 +15,6 @@ ops = torch.ops.gelu_ext
 # Error bounds in ulps of the dtype at max(|exact|, terms): where f' or f'' crosses zero its
 # terms cancel and relative error is meaningless, so the error is bounded by ulps of the larger
 # term instead (gelu_ext.reference.derivative_scales).
-# 16-bit results are correctly rounded (the slack covers the float64 reference's own error).
-CORRECTLY_ROUNDED = 0.5 + 1e-6
 FIRST_DERIVATIVE_ULPS = {torch.float32: 2.0, torch.float64: 2.0, torch.float16: CORRECTLY_ROUNDED,
                          torch.bfloat16: CORRECTLY_ROUNDED}
 SECOND_DERIVATIVE_ULPS = {torch.float32: 1.0, torch.float64: 1.0,

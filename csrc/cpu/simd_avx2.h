@@ -129,15 +129,12 @@ struct NarrowLanes {
     r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   }
-  // Bit j set where lane j of a and b differ.
-  GELU_SIMD static uint32_t differing(Bits a, Bits b) {
-    const __m128i equal = _mm_cmpeq_epi16(a, b);  // 0xFFFF or 0 per lane; packed to one byte each
-    return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal))) & 0xFFu;
-  }
   // Bit j set where [lo, hi] may contain a rounding boundary of the 16-bit type (see
-  // simd_avx512.h).
+  // simd_avx512.h). float16: where lo and hi round apart.
   GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi) {
-    return differing(round(tag, lo), round(tag, hi));
+    // 0xFFFF or 0 per lane, packed to one byte each.
+    const __m128i equal = _mm_cmpeq_epi16(round(tag, lo), round(tag, hi));
+    return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal))) & 0xFFu;
   }
   GELU_SIMD static uint32_t unsure(const BFloat16*, VecF lo, VecF hi) {
     const __m256i a = _mm256_castps_si256(lo.v), b = _mm256_castps_si256(hi.v);

@@ -121,12 +121,11 @@ struct NarrowLanes {
     r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v.v, v.v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
     return _mm512_cvtepi32_epi16(r);
   }
-  // Bit j set where lane j of a and b differ.
-  GELU_SIMD static uint32_t differing(Bits a, Bits b) { return _mm256_cmpneq_epi16_mask(a, b); }
   // Bit j set where [lo, hi] may contain a rounding boundary of the 16-bit type, so that values
   // in it could round differently (lo and hi are floats; every boundary is a float too).
+  // float16: where lo and hi round apart.
   GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi) {
-    return differing(round(tag, lo), round(tag, hi));
+    return _mm256_cmpneq_epi16_mask(round(tag, lo), round(tag, hi));
   }
   // bfloat16: float bit patterns order like magnitudes, and the boundaries are the patterns
   // k * 2^16 + 0x8000. (u + 0x7FFF) >> 16 counts the boundaries below pattern u, and
