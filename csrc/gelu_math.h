@@ -15,8 +15,10 @@
 //
 // Precision. Inputs of float32, float16 and bfloat16 are exact in double; their results are
 // computed in double to a relative error below 2^-32 (the polynomials below, fitted by
-// tools/fit_polynomials.py, are accurate to 2^-33) and rounded once to the output type. float64
-// inputs go through the *_f64 functions.
+// tools/fit_polynomials.py, are accurate to 2^-33) and rounded once to the output type (the
+// "double path"). float64 inputs go through the *_f64 functions. Faster float paths with an error
+// bound come last: "narrow" for 16-bit outputs, "single" for float32 outputs of the exact form;
+// what they cannot bound, the double path redoes.
 //
 // Non-finite inputs: f(+inf) = +inf, f(-inf) = -0, NaN -> NaN; f'(+inf) = 1, f'(-inf) = -0,
 // f''(+-inf) = -0 (the limits are approached from below). Beyond |x| = kSaturation every result
@@ -828,6 +830,335 @@ struct NarrowPassMath {
       out[0].error = out[0].error + inexact;
       out[1] = narrow_product(in[0], f);
     }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// float32 data, exact form: float arithmetic with float-pair corrections ("single" path).
+//
+// The double path holds 8 lanes per AVX-512 vector; this path holds 16. Every quantity that
+// reaches the leading bits of the result is carried as a pair hi + lo (DD<F> above, in float),
+// so the only rounding of relative size 2^-24 is the last one: Q(t) = E R to a relative error
+// below 2^-27 (analysis: E 2^-28.5, R 2^-31, the products 2^-28). Over every float in the core
+// domain (tools/check_single_path.cpp) the forward is within 0.550 ulp and the derivative within
+// 0.544 ulp, far inside the float32 bounds (1 ulp forward, 2 ulps derivative).
+//   E = exp(-t^2/2) = 2^floor(k/32) 2^((k mod 32)/32) e^r, with t^2 split exactly, k the nearest
+//       integer to -t^2/2 32/ln2 and |r| <= ln2/64;
+//   R(t) = exp(t^2/2) Q(t) by one of 32 polynomials of degree 6 in s = t - i/4, i = round(4 t),
+//       |s| <= 1/8; S(t) = R(t) - t/sqrt(2 pi), for the derivative, by the same polynomials
+//       with its own constant and linear terms.
+// Only IEEE operations and table lookups, so every instruction set gives the same bits. The
+// core domain is t < 7.875 (where i <= 31 and everything is a normal float); other inputs,
+// NaN, and non-finite gradients get an infinite error, which sends them to the double path.
+//
+// F is float, or a SIMD vector of floats providing in addition table_entry32(table, shifted)
+// and times_pow2_floor32(value, k) (cpu/simd_*.h).
+
+// From tools/fit_polynomials.py: 2^(j/32) = Exp2Hi[j] + Exp2Lo[j]; e^r - 1 = r + r^2 (c2 + c3 r)
+// on |r| <= ln2/64, relative error of e^r 2^-33.2.
+// R(t) and S(t) on [i/4 - 1/8, i/4 + 1/8]: coefficients of s^k, k = 0 and 1 as float pairs
+// (Tail: R, Slope: S), 2..6 shared; relative error of R 2^-32.9.
+GELU_COEFFICIENTS_FLOAT(kSingleExp2Hi, 1.0f, 1.0218971967697144f, 1.0442737340927124f,
+                        1.0671404600143433f, 1.0905077457427979f, 1.114386796951294f,
+                        1.1387885808944702f, 1.1637248992919922f, 1.1892070770263672f,
+                        1.215247392654419f, 1.2418577671051025f, 1.2690509557724f,
+                        1.2968395948410034f, 1.3252366781234741f, 1.3542555570602417f,
+                        1.3839099407196045f, 1.4142135381698608f, 1.4451807737350464f,
+                        1.4768261909484863f, 1.5091644525527954f, 1.5422108173370361f,
+                        1.5759809017181396f, 1.610490322113037f, 1.6457555294036865f,
+                        1.6817928552627563f, 1.7186193466186523f, 1.7562521696090698f,
+                        1.7947090864181519f, 1.8340080976486206f, 1.8741676807403564f,
+                        1.9152065515518188f, 1.9571441411972046f)
+GELU_COEFFICIENTS_FLOAT(kSingleExp2Lo, 0.0f, -4.811559861650494e-08f, 4.8334701574503924e-08f,
+                        -5.9337519786595294e-08f, -1.3077539939843064e-08f, -5.435540018083884e-08f,
+                        5.386222312608879e-08f, -4.051441493402308e-08f, 3.797635272917432e-08f,
+                        -3.267394887984665e-08f, 4.496838101886169e-08f, 1.419333317542737e-09f,
+                        -4.018999533172973e-08f, -3.496373324196611e-08f, -1.0123349269974824e-08f,
+                        -5.875577357983275e-08f, 2.4203234971764687e-08f, 3.324199937537742e-08f,
+                        -4.500898853621038e-08f, -2.4959373234878512e-08f, 8.070904833346049e-09f,
+                        -5.661025426206834e-08f, 9.836217174097328e-09f, -5.124972091152813e-08f,
+                        -2.4755326677450284e-08f, -4.8496175963919086e-08f, -9.235770370707996e-09f,
+                        -1.141504490931311e-08f, -1.1239277952768134e-08f, -4.663005626071026e-08f,
+                        9.845328108326612e-09f, -1.7021804410433106e-08f)
+constexpr float kSingleExpC2 = 0.5000041127204895f, kSingleExpC3 = 0.16666710376739502f;
+GELU_COEFFICIENTS_FLOAT(kSingleTail0Hi, 0.5f, 0.41403210163116455f, 0.3496188223361969f,
+                        0.300232470035553f, 0.2615782916545868f, 0.23076032102108002f,
+                        0.20578067004680634f, 0.18523167073726654f, 0.16810199618339539f,
+                        0.15365193784236908f, 0.14133132994174957f, 0.1307247281074524f,
+                        0.12151394784450531f, 0.11345206201076508f, 0.10634515434503555f,
+                        0.10003920644521713f, 0.09441064298152924f, 0.08935932070016861f,
+                        0.08480339497327805f, 0.0806754007935524f, 0.0769193023443222f,
+                        0.07348822802305222f, 0.07034269720315933f, 0.06744923442602158f,
+                        0.06477931141853333f, 0.06230848655104637f, 0.06001567468047142f,
+                        0.057882633060216904f, 0.05589348077774048f, 0.054034359753131866f,
+                        0.052293095737695694f, 0.05065898224711418f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail0Lo, 0.0f, 1.3165708523388275e-09f, 1.2384201220072555e-08f,
+                        -7.695602377566502e-09f, 2.1053657428549144e-10f, 2.845517432792377e-10f,
+                        -3.0694116137652827e-09f, -6.059027501947867e-09f, 5.039775263782076e-09f,
+                        -4.18527434931093e-10f, 1.4388257252306857e-09f, 5.99329474937349e-09f,
+                        5.110568634947299e-10f, 1.1853357184676838e-10f, -7.113301059291643e-10f,
+                        3.190236075312214e-09f, -1.6795602686414668e-09f, -2.080497107925794e-09f,
+                        -2.8654776329517517e-09f, -1.621002998497545e-09f, 2.630684114990345e-09f,
+                        2.8296407439398763e-09f, -3.1780313936025095e-09f, -3.0745628265549385e-09f,
+                        2.9059135098208344e-09f, 3.5731570480201924e-10f, 6.627003945602894e-10f,
+                        -1.3363369300023464e-09f, 1.662800008794818e-09f, -3.438963280810725e-10f,
+                        1.3804990484089785e-09f, 8.808272861093869e-11f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail1Hi, -0.3989422917366028f, -0.29543426632881165f,
+                        -0.22413286566734314f, -0.17376793920993805f, -0.1373639851808548f,
+                        -0.11049187928438187f, -0.09027127921581268f, -0.07478686422109604f,
+                        -0.06273827701807022f, -0.05322542041540146f, -0.04561395198106766f,
+                        -0.039449263364076614f, -0.03440043702721596f, -0.030223079025745392f,
+                        -0.0267342422157526f, -0.023795243352651596f, -0.02129971608519554f,
+                        -0.019165176898241043f, -0.017327016219496727f, -0.01573413424193859f,
+                        -0.01434575580060482f, -0.013129068538546562f, -0.012057463638484478f,
+                        -0.011109200306236744f, -0.010266394354403019f, -0.009514236822724342f,
+                        -0.008840390481054783f, -0.008234516717493534f, -0.0076879034750163555f,
+                        -0.0071931746788322926f, -0.006744051817804575f, -0.006335167214274406f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail1Lo, 9.745090956414515e-09f, 1.085129142097685e-08f,
+                        2.1982429210254395e-09f, 5.332030372784402e-09f, -3.483951127591922e-09f,
+                        4.418576060594148e-10f, -7.621379638500514e-10f, -3.0188034294553745e-09f,
+                        -9.524661059856498e-10f, -7.919734312800131e-10f, 2.5010729598484716e-11f,
+                        1.7357955073293851e-09f, 1.6899145416360284e-09f, 5.428336669055511e-10f,
+                        -4.688586185963572e-10f, -9.166175041208646e-10f, 8.910931437178249e-10f,
+                        6.300284738358641e-10f, 3.0289287744622584e-10f, -9.008083862172e-11f,
+                        2.7406094060822284e-10f, 1.136466407092307e-10f, 3.751774169113986e-10f,
+                        1.7563331344838673e-10f, -1.0039250680771161e-10f, -4.014787946537979e-10f,
+                        -1.8978665861091315e-10f, 4.522310026455756e-10f, 1.5735196479127467e-10f,
+                        -5.654842913371816e-12f, -1.9717728838575255e-10f, -8.938980111672379e-11f)
+GELU_COEFFICIENTS_FLOAT(kSingleSlope0Hi, 0.5f, 0.31429654359817505f, 0.1501476913690567f,
+                        0.001025752048008144f, -0.1373639851808548f, -0.26791754364967346f,
+                        -0.39263275265693665f, -0.5129173398017883f, -0.6297825574874878f,
+                        -0.7439681887626648f, -0.8560243844985962f, -0.9663665294647217f,
+                        -1.075312852859497f, -1.1831103563308716f, -1.2899528741836548f,
+                        -1.3959943056106567f, -1.5013585090637207f, -1.6061453819274902f,
+                        -1.7104368209838867f, -1.8143004179000854f, -1.9177920818328857f,
+                        -2.020958662033081f, -2.123839855194092f, -2.226468801498413f,
+                        -2.328874349594116f, -2.4310808181762695f, -2.533109188079834f,
+                        -2.6349778175354004f, -2.7367024421691895f, -2.838297128677368f,
+                        -2.9397740364074707f, -3.0411436557769775f)
+GELU_COEFFICIENTS_FLOAT(kSingleSlope0Lo, 0.0f, -1.075079758550146e-08f, 3.1506250941504277e-09f,
+                        -9.131716216526087e-12f, -3.3554545808556213e-09f, 1.4453514829426695e-08f,
+                        -9.678177148586542e-10f, 1.377752045783609e-08f, -2.0922068522111203e-09f,
+                        -4.71671723900613e-09f, 1.487558964896607e-08f, -7.538471180623674e-09f,
+                        -3.9989238587168074e-08f, 7.155513959133941e-09f, 4.641234596647337e-08f,
+                        -3.625926225936382e-08f, 2.8759959747048924e-08f, 8.841072762777458e-09f,
+                        -4.8714760225720966e-08f, -1.4834170336541774e-08f,
+                        -1.5199271174992646e-08f, -7.922174916075164e-08f, 7.0113399530669085e-09f,
+                        -7.945836699718711e-08f, -1.849003261611415e-08f, 5.257567892158477e-08f,
+                        4.0813691981611555e-08f, 5.6549609439571213e-08f, -3.820029803591751e-08f,
+                        -4.482378201942083e-08f, 3.051491859196176e-08f, -3.499892997638199e-08f)
+GELU_COEFFICIENTS_FLOAT(kSingleSlope1Hi, -0.7978845834732056f, -0.694376528263092f,
+                        -0.6230751276016235f, -0.5727102160453796f, -0.5363062620162964f,
+                        -0.509434163570404f, -0.4892135560512543f, -0.47372913360595703f,
+                        -0.4616805613040924f, -0.45216768980026245f, -0.44455623626708984f,
+                        -0.4383915364742279f, -0.43334272503852844f, -0.4291653633117676f,
+                        -0.42567652463912964f, -0.4227375388145447f, -0.42024198174476624f,
+                        -0.41810745000839233f, -0.41626930236816406f, -0.4146764278411865f,
+                        -0.41328802704811096f, -0.4120713472366333f, -0.41099974513053894f,
+                        -0.41005149483680725f, -0.4092086851596832f, -0.4084565043449402f,
+                        -0.4077826738357544f, -0.40717679262161255f, -0.40663018822669983f,
+                        -0.4061354696750641f, -0.40568631887435913f, -0.40527746081352234f)
+GELU_COEFFICIENTS_FLOAT(kSingleSlope1Lo, 2.1080261092265573e-08f, -7.615860830867405e-09f,
+                        -1.6268909774908025e-08f, 1.766039314787804e-09f, -7.049942407633125e-09f,
+                        4.326447200497796e-09f, -4.328128966335498e-09f, -1.403537552846501e-08f,
+                        2.93212343294158e-09f, -1.1808545252733893e-08f, 3.909600199136776e-09f,
+                        -5.555485849129127e-09f, 9.29979471209208e-09f, 4.427423316855084e-09f,
+                        1.5530857710999157e-09f, 1.4143842541614049e-08f, -1.385076853210876e-08f,
+                        -6.661252882622648e-09f, 6.050127510093262e-09f, 1.3107734453399189e-08f,
+                        -8.8798657316147e-09f, -1.5896992611175165e-09f, 1.4657992597477687e-09f,
+                        1.4304771589479515e-08f, 1.0303454978100035e-08f, -1.3280695654316332e-08f,
+                        2.763480333456414e-09f, -4.045082491188623e-09f, 4.507602735515093e-09f,
+                        1.4589144115007002e-08f, -1.354205547698939e-08f, 1.3108425456209716e-08f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail2, 0.25f, 0.17008677124977112f, 0.11877620220184326f,
+                        0.08495325595140457f, 0.062107153236866f, 0.04632273688912392f,
+                        0.03518687188625336f, 0.027177322655916214f, 0.02131272293627262f,
+                        0.016947370022535324f, 0.01364822592586279f, 0.011119632050395012f,
+                        0.009156321175396442f, 0.007613528519868851f, 0.006387651897966862f,
+                        0.005403521936386824f, 0.00460589025169611f, 0.0039536599069833755f,
+                        0.003415910294279456f, 0.002969130640849471f, 0.0025952637661248446f,
+                        0.0022803107276558876f, 0.0020133231300860643f, 0.0017856652848422527f,
+                        0.001590473810210824f, 0.0014222521567717195f, 0.0012765680439770222f,
+                        0.001149823423475027f, 0.0010390796232968569f, 0.00094192149117589f,
+                        0.00085635349387303f, 0.0007807178772054613f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail3, -0.13297994434833527f, -0.08430377393960953f,
+                        -0.054914701730012894f, -0.03668421134352684f, -0.02508554607629776f,
+                        -0.017529448494315147f, -0.012496967799961567f, -0.009075503796339035f,
+                        -0.0067042694427073f, -0.005031274631619453f, -0.0038311260286718607f,
+                        -0.002956755692139268f, -0.0023104893043637276f, -0.0018263694364577532f,
+                        -0.0014591527869924903f, -0.0011773454025387764f, -0.0009587177773937583f,
+                        -0.0007873739232309163f, -0.0006518064765259624f, -0.000543587957508862f,
+                        -0.00045647897059097886f, -0.00038581216358579695f, -0.0003280621313024312f,
+                        -0.00028054151334799826f, -0.00024118386500049382f,
+                        -0.00020838712225668132f, -0.0001808995584724471f, -0.0001577359507791698f,
+                        -0.00013811534154228866f, -0.0001214146614074707f, -0.0001071335791493766f,
+                        -9.486794442636892e-05f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail4, 0.062499720603227615f, 0.03725254535675049f,
+                        0.02282961644232273f, 0.014359966851770878f, 0.00925536546856165f,
+                        0.00610270956531167f, 0.004110341425985098f, 0.002823788905516267f,
+                        0.00197603995911777f, 0.0014067464508116245f, 0.001017599948681891f,
+                        0.0007471368298865855f, 0.0005562120932154357f, 0.0004194561333861202f,
+                        0.0003201536601409316f, 0.0002471186744514853f, 0.00019275446538813412f,
+                        0.0001518298959126696f, 0.00012069510557921603f, 9.677177877165377e-05f,
+                        7.821708277333528e-05f, 6.369915354298428e-05f, 5.224525011726655e-05f,
+                        4.313784302212298e-05f, 3.584261139621958e-05f, 2.9958124287077226e-05f,
+                        2.5180186639772728e-05f, 2.127644074789714e-05f, 1.8068034478346817e-05f,
+                        1.541628262202721e-05f, 1.3212910744186956e-05f, 1.1372817425581161e-05f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail5, -0.026700269430875778f, -0.015051443129777908f,
+                        -0.008728035725653172f, -0.005198023281991482f, -0.0031744614243507385f,
+                        -0.0019850071985274553f, -0.0012690848670899868f, -0.0008284389623440802f,
+                        -0.0005514504737220705f, -0.0003738474624697119f, -0.00025782265583984554f,
+                        -0.00018068173085339367f, -0.00012853811495006084f, -9.273880277760327e-05f,
+                        -6.779822433600202e-05f, -5.0181595725007355e-05f, -3.757573358598165e-05f,
+                        -2.8444506824598648e-05f, -2.1753579858341254e-05f,
+                        -1.6797264834167436e-05f, -1.3088063496979885e-05f,
+                        -1.0285193638992496e-05f, -8.147748303599656e-06f, -6.5036015257646795e-06f,
+                        -5.228518148214789e-06f, -4.231962520861998e-06f, -3.4473530376999406e-06f,
+                        -2.825293222485925e-06f, -2.328833716092049e-06f, -1.9301153315609554e-06f,
+                        -1.6079745819297386e-06f, -1.3462180277201696e-06f)
+GELU_COEFFICIENTS_FLOAT(kSingleTail6, 0.010452340357005596f, 0.005601311568170786f,
+                        0.0030887399334460497f, 0.0017500297399237752f, 0.0010173118207603693f,
+                        0.0006058954750187695f, 0.0003692221362143755f, 0.0002299105399288237f,
+                        0.0001461068750359118f, 9.46473446674645e-05f, 6.242865492822602e-05f,
+                        4.188280217931606e-05f, 2.8551470677484758e-05f, 1.9758452253881842e-05f,
+                        1.3868352652934846e-05f, 9.864711500995327e-06f, 7.105500571924495e-06f,
+                        5.178941592021147e-06f, 3.817063770839013e-06f, 2.8430577003746293e-06f,
+                        2.138719537470024e-06f, 1.6240350078078336e-06f, 1.2441929584383615e-06f,
+                        9.612213034415618e-07f, 7.485292599085369e-07f, 5.873044415238837e-07f,
+                        4.6410715981437534e-07f, 3.692464645155269e-07f, 2.956720948077418e-07f,
+                        2.382115127375073e-07f, 1.930389146309608e-07f, 1.5730270774838573e-07f)
+
+constexpr float kSingleCore = 7.875f;
+
+// table[k mod 32] for the integer k held in the low bits of shifted = k + 1.5 * 2^23.
+GELU_HD float table_entry32(const float (&table)[32], float shifted) {
+  return table[bit_cast<uint32_t>(shifted) & 31u];
+}
+
+// value * 2^floor(k / 32) for an integer-valued k, the result a normal float (so exact).
+GELU_HD float times_pow2_floor32(float value, float k) {
+  const int32_t m = static_cast<int32_t>(k) >> 5;  // arithmetic shift: floor for negative k
+  return value * bit_cast<float>(static_cast<uint32_t>(m + 127) << 23);
+}
+
+// exp(-t^2/2) as a float pair, relative error below 2^-28.5, for t < kSingleCore.
+template <class F>
+GELU_HD DD<F> single_gaussian(F t) {
+  constexpr float kRound = 12582912.0f;                  // 1.5 * 2^23: adding it rounds to integer
+  constexpr float k32OverLn2 = 46.16624130844683f;
+  constexpr float kLn2Over32Hi = 0.02165985107421875f;     // 13 significant bits: k * hi is exact
+  constexpr float kLn2Over32Lo = 9.983182280848268e-07f;  // ln2/32 - hi
+  const F h = t * t, h_lo = fma(t, t, -h);                // t^2 = h + h_lo exactly
+  const F a = F(-0.5f) * h;
+  const F shifted = fma(a, F(k32OverLn2), F(kRound));     // k in the low bits of its significand
+  const F k = shifted - F(kRound);
+  F r = fma(k, F(-kLn2Over32Hi), a);                      // exact
+  r = fma(k, F(-kLn2Over32Lo), r);
+  r = fma(h_lo, F(-0.5f), r);
+  const F expm1_r = fma(r * r, fma(r, F(kSingleExpC3), F(kSingleExpC2)), r);
+  const F hi = table_entry32(GELU_TABLE(kSingleExp2Hi), shifted);
+  const F lo = fma(hi, expm1_r, table_entry32(GELU_TABLE(kSingleExp2Lo), shifted));
+  return DD<F>{times_pow2_floor32(hi, k), times_pow2_floor32(lo, k)};
+}
+
+// c0 + c1 s + s^2 (c2 + c3 s + ... + c6 s^4) as a float pair, c0 and c1 themselves pairs; the
+// interval is picked by `shifted`. |c1 s| <= |c0| / 8 except where S(t) crosses zero (near
+// t = 0.75), where the last sum is then inexact by at most ulp(c1 s), far below the derivative's
+// bound there (2 ulps of its larger term).
+template <class F, class Table>
+GELU_HD DD<F> single_polynomial(F s, F shifted, const Table& c0_hi, const Table& c0_lo,
+                                const Table& c1_hi, const Table& c1_lo) {
+  F upper = table_entry32(GELU_TABLE(kSingleTail6), shifted);
+  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail5), shifted));
+  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail4), shifted));
+  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail3), shifted));
+  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail2), shifted));
+  const F c0 = table_entry32(c0_hi, shifted), c1 = table_entry32(c1_hi, shifted);
+  const F rest = fma(s * s, upper, fma(table_entry32(c1_lo, shifted), s,
+                                       table_entry32(c0_lo, shifted)));
+  const F linear = c1 * s, linear_lo = fma(c1, s, -linear);  // exact product
+  const F hi = c0 + linear;
+  return DD<F>{hi, ((c0 - hi) + linear) + (linear_lo + rest)};
+}
+
+// i = round(4 t) in the low bits of the returned shift, and s = t - i/4 (exact).
+template <class F>
+GELU_HD F single_interval(F t, F& s) {
+  constexpr float kRound = 12582912.0f;
+  const F shifted = fma(t, F(4.0f), F(kRound));
+  s = fma(shifted - F(kRound), F(-0.25f), t);
+  return shifted;
+}
+
+// a b for pairs whose lo parts may reach 2^-6 of their hi parts (E and R are not renormalized),
+// so that lo * lo counts too.
+template <class F>
+GELU_HD DD<F> single_product(DD<F> a, DD<F> b) {
+  const F hi = a.hi * b.hi;
+  return DD<F>{hi, fma(a.hi, b.hi, -hi) + fma(a.hi, b.lo, a.lo * (b.hi + b.lo))};
+}
+
+// 1 - a for |a.hi| <= 1/2 (so the first difference is a fast two-sum).
+template <class F>
+GELU_HD DD<F> single_one_minus(DD<F> a) {
+  const F hi = F(1.0f) - a.hi;
+  return DD<F>{hi, ((F(1.0f) - hi) - a.hi) - a.lo};
+}
+
+// Where the single path holds: 0, else inf (also for NaN).
+template <class F>
+GELU_HD F single_error(F t) {
+  return select(t < F(kSingleCore), F(0.0f), F(__builtin_huge_valf()));
+}
+
+// f = x Phi(x): x Q(t) for x < 0, x (1 - Q(t)) otherwise.
+template <class F>
+GELU_HD Bounded<F> single_exact_forward(F x) {
+  const F t = fabs(x);
+  F s;
+  const F shifted = single_interval(t, s);
+  const DD<F> q = single_product(single_gaussian(t),
+                                 single_polynomial(s, shifted, GELU_TABLE(kSingleTail0Hi),
+                                                   GELU_TABLE(kSingleTail0Lo),
+                                                   GELU_TABLE(kSingleTail1Hi),
+                                                   GELU_TABLE(kSingleTail1Lo)));
+  const DD<F> p = single_one_minus(q);
+  const auto negative = x < F(0.0f);
+  const F hi = select(negative, q.hi, p.hi), lo = select(negative, q.lo, p.lo);
+  return Bounded<F>{fma(x, hi, x * lo), single_error(t)};
+}
+
+// grad f'(x), f' = E S(t) for x < 0 and 1 - E S(t) otherwise (|E S| <= 1/2).
+template <class F>
+GELU_HD Bounded<F> single_exact_backward(F grad, F x) {
+  const F t = fabs(x);
+  F s;
+  const F shifted = single_interval(t, s);
+  const DD<F> g = single_product(single_gaussian(t),
+                                 single_polynomial(s, shifted, GELU_TABLE(kSingleSlope0Hi),
+                                                   GELU_TABLE(kSingleSlope0Lo),
+                                                   GELU_TABLE(kSingleSlope1Hi),
+                                                   GELU_TABLE(kSingleSlope1Lo)));
+  const DD<F> p = single_one_minus(g);
+  const auto negative = x < F(0.0f);
+  const F hi = select(negative, g.hi, p.hi), lo = select(negative, g.lo, p.lo);
+  // grad * lo is inf * 0 = NaN for an infinite grad: those go to the double path too.
+  const F error = single_error(t) + select(fabs(grad) < F(__builtin_huge_valf()), F(0.0f),
+                                           F(__builtin_huge_valf()));
+  return Bounded<F>{fma(grad, hi, grad * lo), error};
+}
+
+// The passes and variants the single path serves; the rest of float32 takes the double path.
+template <Pass P, Approximate A>
+constexpr bool has_single_path() {
+  return A == Approximate::kNone && (P == Pass::kForward || P == Pass::kBackward);
+}
+
+template <Pass P, Approximate A>
+struct SinglePassMath {
+  template <class F>
+  GELU_HD static void apply(const F* in, Bounded<F>* out) {
+    if constexpr (P == Pass::kForward) out[0] = single_exact_forward(in[0]);
+    else if constexpr (P == Pass::kBackward) out[0] = single_exact_backward(in[0], in[1]);
   }
 };
 

@@ -20,17 +20,24 @@ namespace GELU_ISA {
 template <class L, Pass P, Approximate A, class T>
 struct Kernel {
   static constexpr bool kFloat64 = std::is_same<T, double>::value;
-  static constexpr bool kNarrow = (std::is_same<T, Float16>::value ||
-                                   std::is_same<T, BFloat16>::value) && math::has_narrow_path<P>();
+  // float32 data of the passes with a single path, and 16-bit data of those with a narrow path,
+  // run in float lanes with an error bound per result (gelu_math.h).
+  static constexpr bool kSingle = std::is_same<T, float>::value && math::has_single_path<P, A>();
+  static constexpr bool kNarrow = kSingle || ((std::is_same<T, Float16>::value ||
+                                               std::is_same<T, BFloat16>::value) &&
+                                              math::has_narrow_path<P>());
   using M = math::PassMath<P, A, kFloat64>;
+  using NM = typename std::conditional<kSingle, math::SinglePassMath<P, A>,
+                                       math::NarrowPassMath<P, A>>::type;
   using N = typename L::Narrow;
   static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
-  // Elements per step: float lanes for the narrow path of 16-bit data, double lanes otherwise.
+  // Elements per step: float lanes for the narrow and single paths, double lanes otherwise.
   static constexpr int kWidth = kNarrow ? N::kWidth : L::kWidth;
 
-  // Elements whose narrow result failed its rounding test, redone by the double path in groups
-  // of L::kWidth once that many are pending, so that a rare failure costs one element's worth of
-  // double arithmetic rather than a whole vector's.
+  // Elements whose narrow result failed its rounding test (or that lie outside the single
+  // path's domain), redone by the double path in groups of L::kWidth once that many are
+  // pending, so that a rare failure costs one element's worth of double arithmetic rather than
+  // a whole vector's.
   struct Redo {
     int64_t index[L::kWidth];
     int count = 0;
@@ -55,28 +62,45 @@ struct Kernel {
     }
   };
 
-  // The narrow path (gelu_math.h): every lane is stored, and those whose rounding test fails
-  // are redone by the double path.
+  // The narrow or single path (gelu_math.h): every lane is stored, and those whose rounding test
+  // fails (single path: whose error is not 0) are redone by the double path.
   __attribute__((always_inline)) static void narrow_step(char* const* p, int64_t i, Redo& redo) {
     typename N::F in[kIn];
     math::Bounded<typename N::F> out[kOut];
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-    math::NarrowPassMath<P, A>::apply(in, out);
+    NM::apply(in, out);
     uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {
       const T* tag = nullptr;
       N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, out[k].value));
       failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
     }
+    if (failed == 0) return;
     // Where many lanes of a double vector failed (inputs outside the core domain, mostly), the
-    // double path redoes all of them in place; a few are queued.
+    // double path redoes that vector at once; a few are queued.
     for (int j = 0; j < N::kWidth; j += L::kWidth) {
       uint32_t lanes = (failed >> j) & ((1u << L::kWidth) - 1);
       if (__builtin_popcount(lanes) > L::kWidth / 4) {
-        vector(p, i + j);
+        redo_lanes(p, i + j, lanes);
         continue;
       }
       for (; lanes != 0; lanes &= lanes - 1) redo.add(p, i + j + __builtin_ctz(lanes));
+    }
+  }
+
+  // The double path's results for the elements i + e of one double vector with bit e set in
+  // `lanes`; the others keep their narrow or single results, which in float32 may differ from the
+  // double path's in the last bit, so that no result depends on its neighbours.
+  static void redo_lanes(char* const* p, int64_t i, uint32_t lanes) {
+    T buffer[kOut][L::kWidth];
+    char* b[kOperands];
+    for (int k = 0; k < kOperands; ++k)
+      b[k] = k < kOut ? reinterpret_cast<char*>(buffer[k]) : p[k] + i * sizeof(T);
+    vector(b, 0);
+    for (; lanes != 0; lanes &= lanes - 1) {
+      const int e = __builtin_ctz(lanes);
+      for (int k = 0; k < kOut; ++k)
+        std::memcpy(p[k] + (i + e) * sizeof(T), &buffer[k][e], sizeof(T));
     }
   }
 

@@ -105,10 +105,32 @@ GELU_SIMD VecF approximate_reciprocal(VecF d) {
   return VecF(_mm256_fmadd_ps(y, _mm256_fnmadd_ps(d.v, y, _mm256_set1_ps(1.0f)), y));
 }
 
+// gelu_math.h's table_entry32: table[k mod 32], k in the low bits of shifted (a gather).
+GELU_SIMD VecF table_entry32(const float (&table)[32], VecF shifted) {
+  const __m256i index = _mm256_and_si256(_mm256_castps_si256(shifted.v), _mm256_set1_epi32(31));
+  return VecF(_mm256_i32gather_ps(table, index, 4));
+}
+
+// value * 2^floor(k / 32) for integer-valued k, exact for normal results.
+GELU_SIMD VecF times_pow2_floor32(VecF value, VecF k) {
+  const __m256i m = _mm256_srai_epi32(_mm256_cvtps_epi32(k.v), 5);
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(m, _mm256_set1_epi32(127)), 23);
+  return VecF(_mm256_mul_ps(value.v, _mm256_castsi256_ps(bits)));
+}
+
+// 8 lanes of the narrow path (float16, bfloat16) and of the single path (float32).
 struct NarrowLanes {
   using F = VecF;
   using Bits = __m128i;  // 8 x 16-bit
   static constexpr int kWidth = 8;
+
+  // float32: the value is the result; its error is 0 or inf (single path, gelu_math.h).
+  GELU_SIMD static VecF load(const float* p) { return VecF(_mm256_loadu_ps(p)); }
+  GELU_SIMD static __m256 round(const float*, VecF v) { return v.v; }
+  GELU_SIMD static uint32_t unsure(const float*, VecF lo, VecF hi) {
+    return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(lo.v, hi.v, _CMP_NEQ_UQ)));
+  }
+  GELU_SIMD static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 
   GELU_SIMD static VecF load(const Float16* p) {
     return VecF(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

@@ -1,0 +1,96 @@
+// Checks gelu_math.h's single path (float32, exact form) against long double, for every float x
+// in its core domain (or every `step`-th one): prints the largest error of the forward, in ulps
+// of the exact value, and of the derivative, in ulps of its larger term where it crosses zero
+// (as tests/test_backward.py measures it), with the worst inputs and the share correctly rounded.
+//
+//   g++ -O2 -std=c++17 -ffp-contract=off -I csrc tools/check_single_path.cpp -o /tmp/check \
+//       -lpthread && /tmp/check [step]
+//
+// This checks the portable code. The vector kernels compute the same operations and must give
+// the same bits (tests/test_cpu_kernels.py); bench/accuracy.py --exhaustive measures them.
+#include <math.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "gelu_math.h"
+
+using namespace gelu_ext;
+using ld = long double;
+
+namespace {
+
+constexpr ld kPi = 3.141592653589793238462643383279502884L;
+
+// The spacing of floats at |v|, subnormal spacing below the normal range.
+ld float_ulp(ld v) {
+  v = fabsl(v);
+  if (v < 0x1p-126L) return 0x1p-149L;
+  int e;
+  frexpl(v, &e);
+  return ldexpl(1.0L, e - 24);
+}
+
+struct Worst {
+  ld forward = 0, derivative = 0;
+  float forward_at = 0, derivative_at = 0;
+  uint64_t checked = 0, correctly_rounded = 0, outside = 0;
+
+  void merge(const Worst& o) {
+    if (o.forward > forward) forward = o.forward, forward_at = o.forward_at;
+    if (o.derivative > derivative) derivative = o.derivative, derivative_at = o.derivative_at;
+    checked += o.checked, correctly_rounded += o.correctly_rounded, outside += o.outside;
+  }
+};
+
+void check(uint64_t first, uint64_t stride, Worst& w) {
+  for (uint64_t bits = first; bits < (uint64_t(1) << 32); bits += stride) {
+    const uint32_t u = static_cast<uint32_t>(bits);
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    if (!(fabsf(x) < math::kSingleCore)) continue;
+    const math::Bounded<float> f = math::single_exact_forward(x);
+    const math::Bounded<float> d1 = math::single_exact_backward(1.0f, x);
+    if (f.error != 0 || d1.error != 0) {  // the kernels would redo these by the double path
+      ++w.outside;
+      continue;
+    }
+    const ld X = x, cdf = 0.5L * erfcl(-X / sqrtl(2.0L));
+    const ld density = X * expl(-0.5L * X * X) / sqrtl(2 * kPi);
+    const ld exact_f = X * cdf, exact_d1 = cdf + density;
+    const ld ef = fabsl(f.value - exact_f) / float_ulp(exact_f);
+    const ld scale = fmaxl(fabsl(exact_d1), fmaxl(cdf, fabsl(density)));
+    const ld ed = fabsl(d1.value - exact_d1) / float_ulp(scale);
+    if (ef > w.forward) w.forward = ef, w.forward_at = x;
+    if (ed > w.derivative) w.derivative = ed, w.derivative_at = x;
+    ++w.checked;
+    w.correctly_rounded += static_cast<float>(exact_f) == f.value;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint64_t step = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1;
+  const unsigned threads = std::thread::hardware_concurrency() ? std::thread::hardware_concurrency() : 1;
+  std::vector<Worst> worst(threads);
+  std::vector<std::thread> pool;
+  for (unsigned k = 0; k < threads; ++k)
+    pool.emplace_back([&, k] { check(k * step, threads * step, worst[k]); });
+  for (auto& t : pool) t.join();
+  Worst all;
+  for (const auto& w : worst) all.merge(w);
+  std::printf("%llu inputs with |x| < %g (%llu with a nonzero error bound)\n",
+              static_cast<unsigned long long>(all.checked), math::kSingleCore,
+              static_cast<unsigned long long>(all.outside));
+  std::printf("forward:    max %.4f ulp at x = %.9g; correctly rounded %.4f%%\n",
+              static_cast<double>(all.forward), all.forward_at,
+              100.0 * all.correctly_rounded / all.checked);
+  std::printf("derivative: max %.4f ulp at x = %.9g\n", static_cast<double>(all.derivative),
+              all.derivative_at);
+  return all.forward <= 1 && all.derivative <= 2 && all.outside == 0 ? 0 : 1;
+}
