@@ -833,6 +833,9 @@ struct NarrowPassMath {
   }
 };
 
+// Which of f, f' and f'' a computation needs (kWant below).
+enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
+
 // ---------------------------------------------------------------------------------------------
 // float32 data, exact form: float arithmetic with float-pair corrections ("single" path).
 //
@@ -1040,14 +1043,17 @@ GELU_HD float times_pow2_floor32(float value, float k) {
   return value * bit_cast<float>(static_cast<uint32_t>(m + 127) << 23);
 }
 
-// exp(-t^2/2) as a float pair, relative error below 2^-28.5, for t < kSingleCore.
-template <class F>
-GELU_HD DD<F> single_gaussian(F t) {
+// exp(-(t + t_lo)^2/2) as a float pair, relative error below 2^-28.5, for t < kSingleCore and
+// |t_lo| <= ulp(t) (t_lo: the low part of an argument pair, 0 without one).
+template <bool kPair, class F>
+GELU_HD DD<F> single_gaussian(F t, F t_lo) {
   constexpr float kRound = 12582912.0f;                  // 1.5 * 2^23: adding it rounds to integer
   constexpr float k32OverLn2 = 46.16624130844683f;
   constexpr float kLn2Over32Hi = 0.02165985107421875f;     // 13 significant bits: k * hi is exact
   constexpr float kLn2Over32Lo = 9.983182280848268e-07f;  // ln2/32 - hi
-  const F h = t * t, h_lo = fma(t, t, -h);                // t^2 = h + h_lo exactly
+  const F h = t * t;
+  F h_lo = fma(t, t, -h);                                 // t^2 = h + h_lo exactly
+  if (kPair) h_lo = fma(F(2.0f) * t, t_lo, h_lo);         // + 2 t t_lo (t_lo^2 is negligible)
   const F a = F(-0.5f) * h;
   const F shifted = fma(a, F(k32OverLn2), F(kRound));     // k in the low bits of its significand
   const F k = shifted - F(kRound);
@@ -1060,12 +1066,12 @@ GELU_HD DD<F> single_gaussian(F t) {
   return DD<F>{times_pow2_floor32(hi, k), times_pow2_floor32(lo, k)};
 }
 
-// c0 + c1 s + s^2 (c2 + c3 s + ... + c6 s^4) as a float pair, c0 and c1 themselves pairs; the
-// interval is picked by `shifted`. |c1 s| <= |c0| / 8 except where S(t) crosses zero (near
-// t = 0.75), where the last sum is then inexact by at most ulp(c1 s), far below the derivative's
-// bound there (2 ulps of its larger term).
-template <class F, class Table>
-GELU_HD DD<F> single_polynomial(F s, F shifted, const Table& c0_hi, const Table& c0_lo,
+// c0 + c1 (s + t_lo) + s^2 (c2 + c3 s + ... + c6 s^4) as a float pair, c0 and c1 themselves
+// pairs; the interval is picked by `shifted`. |c1 s| <= |c0| / 8 except where S(t) crosses zero
+// (near t = 0.75), where the last sum is then inexact by at most ulp(c1 s), far below the
+// derivative's bound there (2 ulps of its larger term).
+template <bool kPair, class F, class Table>
+GELU_HD DD<F> single_polynomial(F s, F t_lo, F shifted, const Table& c0_hi, const Table& c0_lo,
                                 const Table& c1_hi, const Table& c1_lo) {
   F upper = table_entry32(GELU_TABLE(kSingleTail6), shifted);
   upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail5), shifted));
@@ -1073,8 +1079,9 @@ GELU_HD DD<F> single_polynomial(F s, F shifted, const Table& c0_hi, const Table&
   upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail3), shifted));
   upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail2), shifted));
   const F c0 = table_entry32(c0_hi, shifted), c1 = table_entry32(c1_hi, shifted);
-  const F rest = fma(s * s, upper, fma(table_entry32(c1_lo, shifted), s,
-                                       table_entry32(c0_lo, shifted)));
+  F rest = fma(s * s, upper, fma(table_entry32(c1_lo, shifted), s,
+                                 table_entry32(c0_lo, shifted)));
+  if (kPair) rest = fma(c1, t_lo, rest);
   const F linear = c1 * s, linear_lo = fma(c1, s, -linear);  // exact product
   const F hi = c0 + linear;
   return DD<F>{hi, ((c0 - hi) + linear) + (linear_lo + rest)};
@@ -1097,68 +1104,111 @@ GELU_HD DD<F> single_product(DD<F> a, DD<F> b) {
   return DD<F>{hi, fma(a.hi, b.hi, -hi) + fma(a.hi, b.lo, a.lo * (b.hi + b.lo))};
 }
 
-// 1 - a for |a.hi| <= 1/2 (so the first difference is a fast two-sum).
-template <class F>
-GELU_HD DD<F> single_one_minus(DD<F> a) {
+// a for x < 0, 1 - a otherwise, for |a.hi| <= 1/2 (so the difference is a fast two-sum).
+template <class M, class F>
+GELU_HD DD<F> single_reflect(M negative, DD<F> a) {
   const F hi = F(1.0f) - a.hi;
-  return DD<F>{hi, ((F(1.0f) - hi) - a.hi) - a.lo};
+  const F lo = ((F(1.0f) - hi) - a.hi) - a.lo;
+  return DD<F>{select(negative, a.hi, hi), select(negative, a.lo, lo)};
 }
 
-// Where the single path holds: 0, else inf (also for NaN).
+// Phi(z) (kWant & kF) and f'(z) (kWant & kD1) as float pairs, z = x + x_lo, |x_lo| <= ulp(x)/2
+// (x_lo = 0 unless kPair), for |x| < kSingleCore: Phi = Q(t) for z < 0, 1 - Q(t) otherwise, and
+// f' = E S(t) for z < 0, 1 - E S(t) otherwise (|E S| <= 1/2).
 template <class F>
-GELU_HD F single_error(F t) {
-  return select(t < F(kSingleCore), F(0.0f), F(__builtin_huge_valf()));
-}
-
-// f = x Phi(x): x Q(t) for x < 0, x (1 - Q(t)) otherwise.
-template <class F>
-GELU_HD Bounded<F> single_exact_forward(F x) {
+struct SingleExact {
+  DD<F> cdf, slope;
+};
+template <int kWant, bool kPair, class F>
+GELU_HD SingleExact<F> single_exact(F x, F x_lo) {
   const F t = fabs(x);
+  const auto negative = x < F(0.0f);
+  const F t_lo = kPair ? select(negative, -x_lo, x_lo) : F(0.0f);
   F s;
   const F shifted = single_interval(t, s);
-  const DD<F> q = single_product(single_gaussian(t),
-                                 single_polynomial(s, shifted, GELU_TABLE(kSingleTail0Hi),
-                                                   GELU_TABLE(kSingleTail0Lo),
-                                                   GELU_TABLE(kSingleTail1Hi),
-                                                   GELU_TABLE(kSingleTail1Lo)));
-  const DD<F> p = single_one_minus(q);
-  const auto negative = x < F(0.0f);
-  const F hi = select(negative, q.hi, p.hi), lo = select(negative, q.lo, p.lo);
-  return Bounded<F>{fma(x, hi, x * lo), single_error(t)};
+  const DD<F> e = single_gaussian<kPair>(t, t_lo);
+  SingleExact<F> r{};
+  if (kWant & kF) {
+    r.cdf = single_reflect(negative, single_product(e, single_polynomial<kPair>(
+        s, t_lo, shifted, GELU_TABLE(kSingleTail0Hi), GELU_TABLE(kSingleTail0Lo),
+        GELU_TABLE(kSingleTail1Hi), GELU_TABLE(kSingleTail1Lo))));
+  }
+  if (kWant & kD1) {
+    r.slope = single_reflect(negative, single_product(e, single_polynomial<kPair>(
+        s, t_lo, shifted, GELU_TABLE(kSingleSlope0Hi), GELU_TABLE(kSingleSlope0Lo),
+        GELU_TABLE(kSingleSlope1Hi), GELU_TABLE(kSingleSlope1Lo))));
+  }
+  return r;
 }
 
-// grad f'(x), f' = E S(t) for x < 0 and 1 - E S(t) otherwise (|E S| <= 1/2).
+// a b, a a float, b a pair: rounded once.
 template <class F>
-GELU_HD Bounded<F> single_exact_backward(F grad, F x) {
-  const F t = fabs(x);
-  F s;
-  const F shifted = single_interval(t, s);
-  const DD<F> g = single_product(single_gaussian(t),
-                                 single_polynomial(s, shifted, GELU_TABLE(kSingleSlope0Hi),
-                                                   GELU_TABLE(kSingleSlope0Lo),
-                                                   GELU_TABLE(kSingleSlope1Hi),
-                                                   GELU_TABLE(kSingleSlope1Lo)));
-  const DD<F> p = single_one_minus(g);
-  const auto negative = x < F(0.0f);
-  const F hi = select(negative, g.hi, p.hi), lo = select(negative, g.lo, p.lo);
-  // grad * lo is inf * 0 = NaN for an infinite grad: those go to the double path too.
-  const F error = single_error(t) + select(fabs(grad) < F(__builtin_huge_valf()), F(0.0f),
-                                           F(__builtin_huge_valf()));
-  return Bounded<F>{fma(grad, hi, grad * lo), error};
+GELU_HD F single_times(F a, DD<F> b) {
+  return fma(a, b.hi, a * b.lo);
+}
+
+// (a + a_lo) b as a pair, a and a_lo floats, b a pair.
+template <class F>
+GELU_HD DD<F> single_pair_times(F a, F a_lo, DD<F> b) {
+  const F hi = a * b.hi;
+  return DD<F>{hi, fma(a, b.hi, -hi) + fma(a_lo, b.hi, a * b.lo)};
+}
+
+// Error 0 where the single path holds: the argument in the core domain (false for NaN).
+template <class F>
+GELU_HD F single_domain_error(F x) {
+  return select(fabs(x) < F(kSingleCore), F(0.0f), F(__builtin_huge_valf()));
+}
+
+// A result formed from more than x alone (a gradient, a bias, up): error 0 where its magnitude
+// lies in (2^-100, inf). Zeros (whose sign a sum of products may lose), results near the
+// subnormals (where the low parts' roundings are no longer relative) and inf or NaN (from
+// infinite operands or overflow) go to the double path.
+template <class F>
+GELU_HD Bounded<F> single_result(F value, F domain_error) {
+  const F magnitude = fabs(value), inf = F(__builtin_huge_valf());
+  const F error = select(magnitude > F(0x1p-100f), select(magnitude < inf, F(0.0f), inf), inf);
+  return Bounded<F>{value, domain_error + error};
 }
 
 // The passes and variants the single path serves; the rest of float32 takes the double path.
 template <Pass P, Approximate A>
 constexpr bool has_single_path() {
-  return A == Approximate::kNone && (P == Pass::kForward || P == Pass::kBackward);
+  return A == Approximate::kNone && P != Pass::kDoubleBackward;
 }
 
 template <Pass P, Approximate A>
 struct SinglePassMath {
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
-    if constexpr (P == Pass::kForward) out[0] = single_exact_forward(in[0]);
-    else if constexpr (P == Pass::kBackward) out[0] = single_exact_backward(in[0], in[1]);
+    if constexpr (P == Pass::kForward) {
+      const SingleExact<F> g = single_exact<kF, false>(in[0], F(0.0f));
+      out[0] = Bounded<F>{single_times(in[0], g.cdf), single_domain_error(in[0])};
+    } else if constexpr (P == Pass::kBackward) {
+      const SingleExact<F> g = single_exact<kD1, false>(in[1], F(0.0f));
+      out[0] = single_result(single_times(in[0], g.slope), single_domain_error(in[1]));
+    } else if constexpr (P == Pass::kBiasForward) {
+      const DD<F> z = two_sum(in[0], in[1]);  // x + b exactly
+      const SingleExact<F> g = single_exact<kF, true>(z.hi, z.lo);
+      const DD<F> f = single_pair_times(z.hi, z.lo, g.cdf);
+      out[0] = single_result(f.hi + f.lo, single_domain_error(z.hi));
+    } else if constexpr (P == Pass::kBiasBackward) {
+      const DD<F> z = two_sum(in[1], in[2]);
+      const SingleExact<F> g = single_exact<kD1, true>(z.hi, z.lo);
+      out[0] = single_result(single_times(in[0], g.slope), single_domain_error(z.hi));
+    } else if constexpr (P == Pass::kGegluForward) {
+      const SingleExact<F> g = single_exact<kF, false>(in[0], F(0.0f));
+      const DD<F> f = single_pair_times(in[0], F(0.0f), g.cdf);
+      out[0] = single_result(single_times(in[1], f), single_domain_error(in[0]));
+    } else if constexpr (P == Pass::kGegluBackward) {
+      const SingleExact<F> g = single_exact<kF | kD1, false>(in[1], F(0.0f));
+      const F domain = single_domain_error(in[1]);
+      const DD<F> grad_up = two_prod(in[0], in[2]);
+      const DD<F> dgate = single_pair_times(grad_up.hi, grad_up.lo, g.slope);
+      out[0] = single_result(dgate.hi + dgate.lo, domain);
+      out[1] = single_result(single_times(in[0], single_pair_times(in[1], F(0.0f), g.cdf)),
+                                     domain);
+    }
   }
 };
 
@@ -1166,8 +1216,6 @@ struct SinglePassMath {
 // f, f' and f'' at one point, computing what they share (the exp, the tail or the gate) once:
 // kWant says which are needed, and the rest is never computed. kFloat64: float64 inputs, V =
 // double.
-
-enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 
 template <class V>
 struct Derivatives {
