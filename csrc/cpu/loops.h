@@ -73,7 +73,9 @@ struct Kernel {
     for (int k = 0; k < kOut; ++k) {
       const T* tag = nullptr;
       N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, out[k].value));
-      failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
+      // The single path's error is 0 or not: no interval to round.
+      if constexpr (kSingle) failed |= N::unsure(tag, out[k].error, typename N::F(0.0f));
+      else failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
     }
     if (failed == 0) return;
     // Where many lanes of a double vector failed (inputs outside the core domain, mostly), the
