@@ -837,22 +837,26 @@ struct NarrowPassMath {
 enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 
 // ---------------------------------------------------------------------------------------------
-// float32 data, exact form: float arithmetic with float-pair corrections ("single" path).
+// float32 data: float arithmetic with float-pair corrections ("single" path).
 //
 // The double path holds 8 lanes per AVX-512 vector; this path holds 16. Every quantity that
 // reaches the leading bits of the result is carried as a pair hi + lo (DD<F> above, in float),
-// so the only rounding of relative size 2^-24 is the last one: Q(t) = E R to a relative error
-// below 2^-27 (analysis: E 2^-28.5, R 2^-31, the products 2^-28). Over every float in the core
-// domain (tools/check_single_path.cpp) the forward is within 0.550 ulp and the derivative within
-// 0.544 ulp, far inside the float32 bounds (1 ulp forward, 2 ulps derivative).
-//   E = exp(-t^2/2) = 2^floor(k/32) 2^((k mod 32)/32) e^r, with t^2 split exactly, k the nearest
-//       integer to -t^2/2 32/ln2 and |r| <= ln2/64;
-//   R(t) = exp(t^2/2) Q(t) by one of 32 polynomials of degree 6 in s = t - i/4, i = round(4 t),
-//       |s| <= 1/8; S(t) = R(t) - t/sqrt(2 pi), for the derivative, by the same polynomials
-//       with its own constant and linear terms.
-// Only IEEE operations and table lookups, so every instruction set gives the same bits. The
-// core domain is t < 7.875 (where i <= 31 and everything is a normal float); other inputs,
-// NaN, and non-finite gradients get an infinite error, which sends them to the double path.
+// so the only rounding of relative size 2^-24 is the last one.
+//   exact:   Q(t) = E R to a relative error below 2^-27 (analysis: E 2^-28.5, R 2^-31, the
+//            products 2^-28), with
+//            E = exp(-t^2/2) = 2^floor(k/32) 2^((k mod 32)/32) e^r, t^2 split exactly, k the
+//                nearest integer to -t^2/2 32/ln2 and |r| <= ln2/64;
+//            R(t) = exp(t^2/2) Q(t) by one of 32 polynomials of degree 6 in s = t - i/4,
+//                i = round(4 t), |s| <= 1/8; S(t) = R(t) - t/sqrt(2 pi), for the derivative, by
+//                the same polynomials with its own constant and linear terms.
+//   tanh, sigmoid: s(x) and s'(x) as pairs, e = exp(-|s|) by the same exp, 1/(1 + e) by a
+//            correctly rounded division and one correction.
+// Over every float in the core domains (tools/check_single_path.cpp) the forward is within
+// 0.550 ulp and the derivative within 0.544 ulp (of the sum of its terms' magnitudes), far
+// inside the float32 bounds (1 ulp forward, 2 ulps derivative). Only IEEE operations and table
+// lookups, so every instruction set gives the same bits. Inputs outside the core domains
+// (|x| < 7.875 exact, 9 gated), NaN, and results that other operands make zero, tiny or not
+// finite get an infinite error, which sends them to the double path.
 //
 // F is float, or a SIMD vector of floats providing in addition table_entry32(table, shifted)
 // and times_pow2_floor32(value, k) (cpu/simd_*.h).
@@ -1043,27 +1047,32 @@ GELU_HD float times_pow2_floor32(float value, float k) {
   return value * bit_cast<float>(static_cast<uint32_t>(m + 127) << 23);
 }
 
-// exp(-(t + t_lo)^2/2) as a float pair, relative error below 2^-28.5, for t < kSingleCore and
-// |t_lo| <= ulp(t) (t_lo: the low part of an argument pair, 0 without one).
-template <bool kPair, class F>
-GELU_HD DD<F> single_gaussian(F t, F t_lo) {
+// exp(a + a_lo) as a float pair, relative error below 2^-28.5, for a in [-88, 0] (where the
+// result is a normal float) and |a_lo| <= 2^-16. a = (k + j/32) ln2 + r, |r| <= ln2/64.
+template <class F>
+GELU_HD DD<F> single_exp(F a, F a_lo) {
   constexpr float kRound = 12582912.0f;                  // 1.5 * 2^23: adding it rounds to integer
   constexpr float k32OverLn2 = 46.16624130844683f;
-  constexpr float kLn2Over32Hi = 0.02165985107421875f;     // 13 significant bits: k * hi is exact
+  constexpr float kLn2Over32Hi = 0.02165985107421875f;     // 12 significant bits: k * hi is exact
   constexpr float kLn2Over32Lo = 9.983182280848268e-07f;  // ln2/32 - hi
-  const F h = t * t;
-  F h_lo = fma(t, t, -h);                                 // t^2 = h + h_lo exactly
-  if (kPair) h_lo = fma(F(2.0f) * t, t_lo, h_lo);         // + 2 t t_lo (t_lo^2 is negligible)
-  const F a = F(-0.5f) * h;
   const F shifted = fma(a, F(k32OverLn2), F(kRound));     // k in the low bits of its significand
   const F k = shifted - F(kRound);
   F r = fma(k, F(-kLn2Over32Hi), a);                      // exact
-  r = fma(k, F(-kLn2Over32Lo), r);
-  r = fma(h_lo, F(-0.5f), r);
+  r = fma(k, F(-kLn2Over32Lo), r) + a_lo;
   const F expm1_r = fma(r * r, fma(r, F(kSingleExpC3), F(kSingleExpC2)), r);
   const F hi = table_entry32(GELU_TABLE(kSingleExp2Hi), shifted);
   const F lo = fma(hi, expm1_r, table_entry32(GELU_TABLE(kSingleExp2Lo), shifted));
   return DD<F>{times_pow2_floor32(hi, k), times_pow2_floor32(lo, k)};
+}
+
+// exp(-(t + t_lo)^2/2) as a float pair, for t < kSingleCore and |t_lo| <= ulp(t) (t_lo: the low
+// part of an argument pair, 0 without one).
+template <bool kPair, class F>
+GELU_HD DD<F> single_gaussian(F t, F t_lo) {
+  const F h = t * t;
+  F h_lo = fma(t, t, -h);                                 // t^2 = h + h_lo exactly
+  if (kPair) h_lo = fma(F(2.0f) * t, t_lo, h_lo);         // + 2 t t_lo (t_lo^2 is negligible)
+  return single_exp(F(-0.5f) * h, F(-0.5f) * h_lo);
 }
 
 // c0 + c1 (s + t_lo) + s^2 (c2 + c3 s + ... + c6 s^4) as a float pair, c0 and c1 themselves
@@ -1112,24 +1121,27 @@ GELU_HD DD<F> single_reflect(M negative, DD<F> a) {
   return DD<F>{select(negative, a.hi, hi), select(negative, a.lo, lo)};
 }
 
-// Phi(z) (kWant & kF) and f'(z) (kWant & kD1) as float pairs, z = x + x_lo, |x_lo| <= ulp(x)/2
-// (x_lo = 0 unless kPair), for |x| < kSingleCore: Phi = Q(t) for z < 0, 1 - Q(t) otherwise, and
-// f' = E S(t) for z < 0, 1 - E S(t) otherwise (|E S| <= 1/2).
+// What the single path computes at z = x + x_lo, |x_lo| <= ulp(x)/2 (x_lo = 0 unless kPair), as
+// float pairs: the gate g with f = z g (Phi(z) in the exact form, sigmoid(s(z)) in the others),
+// if kWant & kF, and the slope f'(z), if kWant & kD1.
 template <class F>
-struct SingleExact {
-  DD<F> cdf, slope;
+struct SingleParts {
+  DD<F> gate, slope;
 };
+
+// The exact form, for |x| < kSingleCore: Phi = Q(t) for z < 0, 1 - Q(t) otherwise, and
+// f' = E S(t) for z < 0, 1 - E S(t) otherwise (|E S| <= 1/2).
 template <int kWant, bool kPair, class F>
-GELU_HD SingleExact<F> single_exact(F x, F x_lo) {
+GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
   const F t = fabs(x);
   const auto negative = x < F(0.0f);
   const F t_lo = kPair ? select(negative, -x_lo, x_lo) : F(0.0f);
   F s;
   const F shifted = single_interval(t, s);
   const DD<F> e = single_gaussian<kPair>(t, t_lo);
-  SingleExact<F> r{};
+  SingleParts<F> r{};
   if (kWant & kF) {
-    r.cdf = single_reflect(negative, single_product(e, single_polynomial<kPair>(
+    r.gate = single_reflect(negative, single_product(e, single_polynomial<kPair>(
         s, t_lo, shifted, GELU_TABLE(kSingleTail0Hi), GELU_TABLE(kSingleTail0Lo),
         GELU_TABLE(kSingleTail1Hi), GELU_TABLE(kSingleTail1Lo))));
   }
@@ -1137,6 +1149,59 @@ GELU_HD SingleExact<F> single_exact(F x, F x_lo) {
     r.slope = single_reflect(negative, single_product(e, single_polynomial<kPair>(
         s, t_lo, shifted, GELU_TABLE(kSingleSlope0Hi), GELU_TABLE(kSingleSlope0Lo),
         GELU_TABLE(kSingleSlope1Hi), GELU_TABLE(kSingleSlope1Lo))));
+  }
+  return r;
+}
+
+// The gated forms, f = x p with p = sigmoid(s(x)), q = 1 - p: the gate p and the slope
+// f' = p + x s' p q, for |x| < kSingleCoreGate. s = x w(x) and s' are carried as pairs to far below an ulp; e = exp(-|s|), then
+// 1/(1 + e) by a correctly rounded division and one correction, p and q from e/(1 + e) and
+// 1/(1 + e). Each pair has a relative error near 2^-28, and f' one near 2^-27 of its larger term.
+constexpr float kSingleCoreGate = 9.0f;  // |s| <= 66.4 (tanh): e = exp(-|s|) is a normal float
+
+template <Approximate A, int kWant, bool kPair, class F>
+GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
+  DD<F> w, ds;  // s = x w, and s'
+  if (A == Approximate::kTanh) {
+    // w = c1 + c3 x^2, s' = c1 + 3 c3 x^2, with x^2, the products and the sums exact or paired.
+    constexpr float kC1Hi = 1.5957691669464111f, kC1Lo = -4.534068054340423e-08f;  // 2 sqrt(2/pi)
+    constexpr float kC3Hi = 0.07135481387376785f, kC3Lo = 2.3988324659995897e-09f;  // * 0.044715
+    constexpr float k3C3Hi = 0.21406444907188416f, k3C3Lo = -2.540834209696641e-10f;
+    const F x2 = x * x, x2_lo = fma(x, x, -x2);
+    const F a = F(kC3Hi) * x2, a_lo = fma(F(kC3Hi), x2, -a) + fma(F(kC3Hi), x2_lo, F(kC3Lo) * x2);
+    const DD<F> w_sum = two_sum(F(kC1Hi), a);
+    w = DD<F>{w_sum.hi, w_sum.lo + (F(kC1Lo) + a_lo)};
+    const F b = F(k3C3Hi) * x2;
+    const F b_lo = fma(F(k3C3Hi), x2, -b) + fma(F(k3C3Hi), x2_lo, F(k3C3Lo) * x2);
+    const DD<F> ds_sum = two_sum(F(kC1Hi), b);
+    ds = DD<F>{ds_sum.hi, ds_sum.lo + (F(kC1Lo) + b_lo)};
+  } else {
+    constexpr float kHi = 1.7020000219345093f, kLo = -2.1934509319976314e-08f;  // 1.702
+    w = DD<F>{F(kHi), F(kLo)};
+    ds = w;
+  }
+  const F s_hi = x * w.hi;
+  F s_lo = fma(x, w.hi, -s_hi) + x * w.lo;
+  if (kPair) s_lo = fma(x_lo, ds.hi, s_lo);           // s(x + x_lo) = s(x) + s'(x) x_lo
+  const auto nonnegative = s_hi >= F(0.0f);
+  DD<F> e = single_exp(-fabs(s_hi), select(nonnegative, -s_lo, s_lo));
+  e = fast_two_sum(e.hi, e.lo);  // normalized: the division's correction is first-order in e.lo
+  const F d = F(1.0f) + e.hi, d_lo = ((F(1.0f) - d) + e.hi) + e.lo;  // 1 + e = d + d_lo
+  const F q0 = F(1.0f) / d;
+  const DD<F> inv{q0, q0 * (fma(-d, q0, F(1.0f)) - d_lo * q0)};     // 1 / (1 + e)
+  const DD<F> small = single_product(e, inv);                        // e / (1 + e)
+  SingleParts<F> r{};
+  r.gate = DD<F>{select(nonnegative, inv.hi, small.hi), select(nonnegative, inv.lo, small.lo)};
+  if (kWant & kD1) {
+    DD<F> xds = two_prod(x, ds.hi);
+    xds.lo = fma(x, ds.lo, xds.lo);
+    if (kPair) xds.lo = fma(x_lo, ds.hi, xds.lo);
+    if (kPair && A == Approximate::kTanh) {  // + x s'' x_lo, s'' = 6 c3 x
+      xds.lo = fma(F(6.0f * 0.07135481387376785f) * (x * x), x_lo, xds.lo);
+    }
+    const DD<F> term = single_product(xds, single_product(small, inv));  // x s' p q
+    const DD<F> sum = two_sum(r.gate.hi, term.hi);
+    r.slope = DD<F>{sum.hi, sum.lo + (r.gate.lo + term.lo)};
   }
   return r;
 }
@@ -1154,10 +1219,17 @@ GELU_HD DD<F> single_pair_times(F a, F a_lo, DD<F> b) {
   return DD<F>{hi, fma(a, b.hi, -hi) + fma(a_lo, b.hi, a * b.lo)};
 }
 
+template <Approximate A, int kWant, bool kPair, class F>
+GELU_HD SingleParts<F> single_parts(F x, F x_lo) {
+  if constexpr (A == Approximate::kNone) return single_exact<kWant, kPair>(x, x_lo);
+  else return single_gate<A, kWant, kPair>(x, x_lo);
+}
+
 // Error 0 where the single path holds: the argument in the core domain (false for NaN).
-template <class F>
+template <Approximate A, class F>
 GELU_HD F single_domain_error(F x) {
-  return select(fabs(x) < F(kSingleCore), F(0.0f), F(__builtin_huge_valf()));
+  constexpr float kCore = A == Approximate::kNone ? kSingleCore : kSingleCoreGate;
+  return select(fabs(x) < F(kCore), F(0.0f), F(__builtin_huge_valf()));
 }
 
 // A result formed from more than x alone (a gradient, a bias, up): error 0 where its magnitude
@@ -1174,7 +1246,7 @@ GELU_HD Bounded<F> single_result(F value, F domain_error) {
 // The passes and variants the single path serves; the rest of float32 takes the double path.
 template <Pass P, Approximate A>
 constexpr bool has_single_path() {
-  return A == Approximate::kNone && P != Pass::kDoubleBackward;
+  return P != Pass::kDoubleBackward;
 }
 
 template <Pass P, Approximate A>
@@ -1182,31 +1254,31 @@ struct SinglePassMath {
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
     if constexpr (P == Pass::kForward) {
-      const SingleExact<F> g = single_exact<kF, false>(in[0], F(0.0f));
-      out[0] = Bounded<F>{single_times(in[0], g.cdf), single_domain_error(in[0])};
+      const SingleParts<F> g = single_parts<A, kF, false>(in[0], F(0.0f));
+      out[0] = Bounded<F>{single_times(in[0], g.gate), single_domain_error<A>(in[0])};
     } else if constexpr (P == Pass::kBackward) {
-      const SingleExact<F> g = single_exact<kD1, false>(in[1], F(0.0f));
-      out[0] = single_result(single_times(in[0], g.slope), single_domain_error(in[1]));
+      const SingleParts<F> g = single_parts<A, kD1, false>(in[1], F(0.0f));
+      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(in[1]));
     } else if constexpr (P == Pass::kBiasForward) {
       const DD<F> z = two_sum(in[0], in[1]);  // x + b exactly
-      const SingleExact<F> g = single_exact<kF, true>(z.hi, z.lo);
-      const DD<F> f = single_pair_times(z.hi, z.lo, g.cdf);
-      out[0] = single_result(f.hi + f.lo, single_domain_error(z.hi));
+      const SingleParts<F> g = single_parts<A, kF, true>(z.hi, z.lo);
+      const DD<F> f = single_pair_times(z.hi, z.lo, g.gate);
+      out[0] = single_result(f.hi + f.lo, single_domain_error<A>(z.hi));
     } else if constexpr (P == Pass::kBiasBackward) {
       const DD<F> z = two_sum(in[1], in[2]);
-      const SingleExact<F> g = single_exact<kD1, true>(z.hi, z.lo);
-      out[0] = single_result(single_times(in[0], g.slope), single_domain_error(z.hi));
+      const SingleParts<F> g = single_parts<A, kD1, true>(z.hi, z.lo);
+      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(z.hi));
     } else if constexpr (P == Pass::kGegluForward) {
-      const SingleExact<F> g = single_exact<kF, false>(in[0], F(0.0f));
-      const DD<F> f = single_pair_times(in[0], F(0.0f), g.cdf);
-      out[0] = single_result(single_times(in[1], f), single_domain_error(in[0]));
+      const SingleParts<F> g = single_parts<A, kF, false>(in[0], F(0.0f));
+      const DD<F> f = single_pair_times(in[0], F(0.0f), g.gate);
+      out[0] = single_result(single_times(in[1], f), single_domain_error<A>(in[0]));
     } else if constexpr (P == Pass::kGegluBackward) {
-      const SingleExact<F> g = single_exact<kF | kD1, false>(in[1], F(0.0f));
-      const F domain = single_domain_error(in[1]);
+      const SingleParts<F> g = single_parts<A, kF | kD1, false>(in[1], F(0.0f));
+      const F domain = single_domain_error<A>(in[1]);
       const DD<F> grad_up = two_prod(in[0], in[2]);
       const DD<F> dgate = single_pair_times(grad_up.hi, grad_up.lo, g.slope);
       out[0] = single_result(dgate.hi + dgate.lo, domain);
-      out[1] = single_result(single_times(in[0], single_pair_times(in[1], F(0.0f), g.cdf)),
+      out[1] = single_result(single_times(in[0], single_pair_times(in[1], F(0.0f), g.gate)),
                                      domain);
     }
   }

@@ -52,16 +52,18 @@ def test_second_device():
     x = torch.randn(1000, device="cuda:1")
     y = gelu_ext.gelu(x)
     assert y.device == x.device
-    assert torch.equal(y.cpu(), gelu_ext.gelu(x.cpu()))
+    assert torch.equal(y.cpu(), gelu_ext.gelu(x.to("cuda:0")).cpu())
 
 
 @pytest.mark.parametrize("offset", [1, 2, 3])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_unaligned_and_odd_lengths(dtype, offset):
-    # Views starting off a 16-byte boundary, and lengths that are no multiple of the vector width.
+    # Views starting off a 16-byte boundary, and lengths that are no multiple of the vector width,
+    # against an aligned copy. (Against the CPU, float32 may differ in the last bit: the CPU's
+    # single path and the GPU's double path are each within the bounds, not bit-identical.)
     base = torch.randn(4099, device="cuda").to(dtype)
     x = base[offset:offset + 4093]
-    assert torch.equal(gelu_ext.gelu(x).cpu(), gelu_ext.gelu(x.cpu()))
+    assert torch.equal(gelu_ext.gelu(x), gelu_ext.gelu(x.clone()))
 
 
 @pytest.mark.slow

@@ -20,34 +20,12 @@
 #include <vector>
 
 #include "gelu_math.h"
+#include "exact_reference.h"
 
 using namespace gelu_ext;
 using ld = long double;
 
 namespace {
-
-constexpr ld kPi = 3.141592653589793238462643383279502884L;
-
-void exact(ld x, Approximate a, ld& f, ld& d1) {
-  if (a == Approximate::kNone) {
-    const ld cdf = 0.5L * erfcl(-x / sqrtl(2.0L)), pdf = expl(-0.5L * x * x) / sqrtl(2 * kPi);
-    f = x * cdf;
-    d1 = cdf + x * pdf;
-    return;
-  }
-  ld s, ds;
-  if (a == Approximate::kTanh) {
-    const ld c = 2 * sqrtl(2 / kPi), k = 0.044715L;
-    s = c * (x + k * x * x * x);
-    ds = c * (1 + 3 * k * x * x);
-  } else {
-    s = 1.702L * x;
-    ds = 1.702L;
-  }
-  const ld e = expl(-fabsl(s)), p = s >= 0 ? 1 / (1 + e) : e / (1 + e);
-  f = x * p;
-  d1 = p + x * ds * e / ((1 + e) * (1 + e));
-}
 
 template <Approximate A>
 void check(uint64_t step) {
@@ -68,8 +46,8 @@ void check(uint64_t step) {
           math::Bounded<float> f, d1;
           math::narrow_value_and_derivative<A>(x, f, d1);
           if (!(f.error < INFINITY)) continue;
-          ld ef, ed;
-          exact(x, A, ef, ed);
+          const tools::Exact exact = tools::exact(x, A);
+          const ld ef = exact.f, ed = exact.d1;
           const double rf = f.error > 0 ? static_cast<double>(fabsl(f.value - ef) / f.error) : 0;
           const double rd = static_cast<double>(fabsl(d1.value - ed) / d1.error);
           if (rf > ratio_f[id]) ratio_f[id] = rf, worst_f[id] = x;

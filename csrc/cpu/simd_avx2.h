@@ -82,6 +82,7 @@ struct VecF {
 GELU_SIMD VecF operator+(VecF a, VecF b) { return VecF(_mm256_add_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a, VecF b) { return VecF(_mm256_sub_ps(a.v, b.v)); }
 GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm256_mul_ps(a.v, b.v)); }
+GELU_SIMD VecF operator/(VecF a, VecF b) { return VecF(_mm256_div_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a) { return VecF(_mm256_xor_ps(a.v, _mm256_set1_ps(-0.0f))); }
 GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm256_fmadd_ps(a.v, b.v, c.v)); }
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)); }

@@ -75,6 +75,7 @@ struct VecF {
 GELU_SIMD VecF operator+(VecF a, VecF b) { return VecF(_mm512_add_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a, VecF b) { return VecF(_mm512_sub_ps(a.v, b.v)); }
 GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm512_mul_ps(a.v, b.v)); }
+GELU_SIMD VecF operator/(VecF a, VecF b) { return VecF(_mm512_div_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a) { return VecF(_mm512_xor_ps(a.v, _mm512_set1_ps(-0.0f))); }
 GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm512_fmadd_ps(a.v, b.v, c.v)); }
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm512_abs_ps(a.v)); }
