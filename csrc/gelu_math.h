@@ -728,30 +728,38 @@ GELU_HD void narrow_exact(F xc, Bounded<F>& f, Bounded<F>& d1) {
   d1.error = (upper + density) * F(kNarrowRelativeError) + fabs(d1.value) * F(kNarrowProductError);
 }
 
+// The gated forms' constants as float pairs hi + lo: 2 sqrt(2/pi) and that times 0.044715 and
+// 3 * 0.044715 (tanh: s = x (c1 + c3 x^2), s' = c1 + 3 c3 x^2), and 1.702 (sigmoid).
+constexpr float kTanhC1Hi = 1.5957691669464111f, kTanhC1Lo = -4.534068054340423e-08f;
+constexpr float kTanhC3Hi = 0.07135481387376785f, kTanhC3Lo = 2.3988324659995897e-09f;
+constexpr float kTanh3C3Hi = 0.21406444907188416f, kTanh3C3Lo = -2.540834209696641e-10f;
+constexpr float kSigmoidFloatHi = 1.7020000219345093f, kSigmoidFloatLo = -2.1934509319976314e-08f;
+
+// c1 + c x^2 as a float pair, x^2 = x2 + x2_lo, c = c_hi + c_lo: tanh's s/x (c = c3) or s'
+// (c = 3 c3), to far below an ulp.
+template <class F>
+GELU_HD DD<F> tanh_polynomial_pair(float c_hi, float c_lo, F x2, F x2_lo) {
+  const F cx2 = F(c_hi) * x2;
+  const F cx2_lo = fma(F(c_hi), x2, -cx2) + fma(F(c_hi), x2_lo, F(c_lo) * x2);
+  const DD<F> sum = two_sum(F(kTanhC1Hi), cx2);
+  return DD<F>{sum.hi, sum.lo + (F(kTanhC1Lo) + cx2_lo)};
+}
+
 // tanh and sigmoid: s = x w(x) carried as s_hi + s_lo, so that exp(-|s|) sees its argument to
 // far below an ulp: its relative error would otherwise be |s| 2^-24.
 template <Approximate A, class F>
 GELU_HD void narrow_gate(F xc, Bounded<F>& f, Bounded<F>& d1) {
-  F s_hi, s_lo, ds;
+  DD<F> w;
+  F ds;
   if (A == Approximate::kTanh) {
-    // w = c1 + c3 x^2 in double-float, then s = x w.
-    constexpr float kC1Hi = 1.5957691669464111f, kC1Lo = -4.534068054340423e-08f;  // 2 sqrt(2/pi)
-    constexpr float kC3Hi = 0.07135481387376785f, kC3Lo = 2.3988324659995897e-09f;  // * 0.044715
     const F x2 = xc * xc, x2_lo = fma(xc, xc, -x2);
-    const F c3x2 = F(kC3Hi) * x2;
-    const F c3x2_lo = fma(F(kC3Hi), x2, -c3x2) + fma(F(kC3Hi), x2_lo, F(kC3Lo) * x2);
-    const F w = F(kC1Hi) + c3x2;                    // w + error exactly (two-sum)
-    const F c3x2_part = w - F(kC1Hi);
-    const F w_lo = ((F(kC1Hi) - (w - c3x2_part)) + (c3x2 - c3x2_part)) + (F(kC1Lo) + c3x2_lo);
-    s_hi = xc * w;
-    s_lo = fma(xc, w, -s_hi) + xc * w_lo;
-    ds = fma(F(3.0f * kC3Hi), x2, F(kC1Hi));
+    w = tanh_polynomial_pair(kTanhC3Hi, kTanhC3Lo, x2, x2_lo);
+    ds = fma(F(3.0f * kTanhC3Hi), x2, F(kTanhC1Hi));
   } else {
-    constexpr float kHi = 1.7020000219345093f, kLo = -2.1934509319976314e-08f;  // 1.702
-    s_hi = xc * F(kHi);
-    s_lo = fma(xc, F(kHi), -s_hi) + xc * F(kLo);
-    ds = F(kHi);
+    w = DD<F>{F(kSigmoidFloatHi), F(kSigmoidFloatLo)};
+    ds = F(kSigmoidFloatHi);
   }
+  const F s_hi = xc * w.hi, s_lo = fma(xc, w.hi, -s_hi) + xc * w.lo;
   const auto nonnegative = s_hi >= F(0.0f);
   F e = narrow_exp(-fabs(s_hi));                    // exp(-|s|) = exp(-|s_hi|) (1 -+ s_lo)
   e = fma(e, select(nonnegative, -s_lo, s_lo), e);
@@ -1154,30 +1162,21 @@ GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
 }
 
 // The gated forms, f = x p with p = sigmoid(s(x)), q = 1 - p: the gate p and the slope
-// f' = p + x s' p q, for |x| < kSingleCoreGate. s = x w(x) and s' are carried as pairs to far below an ulp; e = exp(-|s|), then
-// 1/(1 + e) by a correctly rounded division and one correction, p and q from e/(1 + e) and
-// 1/(1 + e). Each pair has a relative error near 2^-28, and f' one near 2^-27 of its larger term.
+// f' = p + x s' p q, for |x| < kSingleCoreGate. s = x w(x) and s' are carried as pairs to far
+// below an ulp; e = exp(-|s|), then 1/(1 + e) by a correctly rounded division and one
+// correction, p and q from e/(1 + e) and 1/(1 + e). Each pair has a relative error near 2^-28,
+// and f' one near 2^-27 of its larger term.
 constexpr float kSingleCoreGate = 9.0f;  // |s| <= 66.4 (tanh): e = exp(-|s|) is a normal float
 
 template <Approximate A, int kWant, bool kPair, class F>
 GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
   DD<F> w, ds;  // s = x w, and s'
   if (A == Approximate::kTanh) {
-    // w = c1 + c3 x^2, s' = c1 + 3 c3 x^2, with x^2, the products and the sums exact or paired.
-    constexpr float kC1Hi = 1.5957691669464111f, kC1Lo = -4.534068054340423e-08f;  // 2 sqrt(2/pi)
-    constexpr float kC3Hi = 0.07135481387376785f, kC3Lo = 2.3988324659995897e-09f;  // * 0.044715
-    constexpr float k3C3Hi = 0.21406444907188416f, k3C3Lo = -2.540834209696641e-10f;
     const F x2 = x * x, x2_lo = fma(x, x, -x2);
-    const F a = F(kC3Hi) * x2, a_lo = fma(F(kC3Hi), x2, -a) + fma(F(kC3Hi), x2_lo, F(kC3Lo) * x2);
-    const DD<F> w_sum = two_sum(F(kC1Hi), a);
-    w = DD<F>{w_sum.hi, w_sum.lo + (F(kC1Lo) + a_lo)};
-    const F b = F(k3C3Hi) * x2;
-    const F b_lo = fma(F(k3C3Hi), x2, -b) + fma(F(k3C3Hi), x2_lo, F(k3C3Lo) * x2);
-    const DD<F> ds_sum = two_sum(F(kC1Hi), b);
-    ds = DD<F>{ds_sum.hi, ds_sum.lo + (F(kC1Lo) + b_lo)};
+    w = tanh_polynomial_pair(kTanhC3Hi, kTanhC3Lo, x2, x2_lo);
+    ds = tanh_polynomial_pair(kTanh3C3Hi, kTanh3C3Lo, x2, x2_lo);
   } else {
-    constexpr float kHi = 1.7020000219345093f, kLo = -2.1934509319976314e-08f;  // 1.702
-    w = DD<F>{F(kHi), F(kLo)};
+    w = DD<F>{F(kSigmoidFloatHi), F(kSigmoidFloatLo)};
     ds = w;
   }
   const F s_hi = x * w.hi;
@@ -1197,7 +1196,7 @@ GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
     xds.lo = fma(x, ds.lo, xds.lo);
     if (kPair) xds.lo = fma(x_lo, ds.hi, xds.lo);
     if (kPair && A == Approximate::kTanh) {  // + x s'' x_lo, s'' = 6 c3 x
-      xds.lo = fma(F(6.0f * 0.07135481387376785f) * (x * x), x_lo, xds.lo);
+      xds.lo = fma(F(6.0f * kTanhC3Hi) * (x * x), x_lo, xds.lo);
     }
     const DD<F> term = single_product(xds, single_product(small, inv));  // x s' p q
     const DD<F> sum = two_sum(r.gate.hi, term.hi);
