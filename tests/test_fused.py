@@ -40,8 +40,8 @@ def randn(*shape, dtype=torch.float32, device="cpu", scale=3.0, seed=0):
 def test_bias_gelu_values(device, approximate, dtype):
     x, b = randn(64, 37, dtype=dtype, device=device), randn(37, dtype=dtype, device=device, seed=1)
     y = gelu_ext.bias_gelu(x, b, approximate).cpu()
-    # The kernel forms the sum in double: exact for 16-bit and float32 operands, one rounding for
-    # float64 ones, whose results are judged against mpmath.
+    # The kernel forms the sum exactly for 16-bit and float32 operands (in double, or as a float
+    # pair), and with one rounding for float64 ones, whose results are judged against mpmath.
     z = x.cpu().double() + b.cpu().double()
     assert_ulps(y, exact(z, approximate, dtype)[0], ULPS[dtype], f"bias_gelu {dtype}", z)
 
