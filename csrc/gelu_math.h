@@ -1246,8 +1246,8 @@ GELU_HD Bounded<F> single_result(F value, F domain_error) {
   return Bounded<F>{value, domain_error + error};
 }
 
-// The passes and variants the single path serves; the rest of float32 takes the double path.
-template <Pass P, Approximate A>
+// The passes the single path serves (every variant); the double backward takes the double path.
+template <Pass P>
 constexpr bool has_single_path() {
   return P != Pass::kDoubleBackward;
 }

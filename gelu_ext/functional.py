@@ -195,8 +195,8 @@ def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none"
     """gelu(input + bias), fused: bias is 1-D and broadcast over input's last dimension.
 
     The sum is formed exactly inside the kernel (in double, or as a float pair for float32), so
-    it is not rounded before the GELU. The backward returns grad_input and grad_bias (grad_input summed over all leading
-    dimensions) from one elementwise pass and one reduction.
+    it is not rounded before the GELU. The backward returns grad_input and grad_bias (grad_input
+    summed over all leading dimensions) from one elementwise pass and one reduction.
     """
     check_approximate(approximate)
     if _functorch_wrapped(input, bias):

@@ -53,7 +53,7 @@ void check(uint64_t first, uint64_t stride, Worst& w) {
     const uint32_t u = static_cast<uint32_t>(bits);
     float x;
     std::memcpy(&x, &u, sizeof x);
-    const float one = 1.0f, grad_and_x[2] = {one, x};
+    const float grad_and_x[2] = {1.0f, x};
     math::Bounded<float> f, d1;
     math::SinglePassMath<Pass::kForward, A>::apply(&x, &f);
     math::SinglePassMath<Pass::kBackward, A>::apply(grad_and_x, &d1);

@@ -149,11 +149,14 @@ def float64_tail_table(check):
             print("    {" + ", ".join(repr(v) for v in row) + "},")
 
 
+def to_float32(v):
+    return float(np.float32(float(v)))
+
+
 def single_float(v):
     """v as a float32 pair hi + lo."""
-    import numpy as np
-    hi = np.float32(float(v))
-    return float(hi), float(np.float32(float(mp.mpf(v) - mp.mpf(float(hi)))))
+    hi = to_float32(v)
+    return hi, to_float32(mp.mpf(v) - mp.mpf(hi))
 
 
 def float32_single_tables(check):
@@ -161,8 +164,7 @@ def float32_single_tables(check):
     |r| <= ln2/64; R(t) on [i/4 - 1/8, i/4 + 1/8], i = 0..31, degree 6 in s = t - i/4 (constant
     and linear coefficients as float pairs); the same for D(t) = R(t) - t/sqrt(2 pi), whose higher
     coefficients are R's."""
-    import numpy as np
-    f32 = lambda v: float(np.float32(float(v)))  # noqa: E731
+    f32 = to_float32
     pairs = [single_float(mp.mpf(2)**(mp.mpf(j) / 32)) for j in range(32)]
     bound = mp.log(2) / 64 * mp.mpf("1.01")
     c = fit(lambda r: mp.exp(r), -bound, bound, 3, {0: 1, 1: 1})

@@ -22,7 +22,7 @@ struct Kernel {
   static constexpr bool kFloat64 = std::is_same<T, double>::value;
   // float32 data of the passes with a single path, and 16-bit data of those with a narrow path,
   // run in float lanes with an error bound per result (gelu_math.h).
-  static constexpr bool kSingle = std::is_same<T, float>::value && math::has_single_path<P, A>();
+  static constexpr bool kSingle = std::is_same<T, float>::value && math::has_single_path<P>();
   static constexpr bool kNarrow = kSingle || ((std::is_same<T, Float16>::value ||
                                                std::is_same<T, BFloat16>::value) &&
                                               math::has_narrow_path<P>());
