@@ -72,3 +72,41 @@ def test_instruction_sets_agree_bitwise(tmp_path):
                 same = nan | ((a == b) & (torch.signbit(a) == torch.signbit(b)))
                 assert same.all(), (f"{isa} differs from {reference_isa} for {key}: "
                                     f"{a[~same][:4].tolist()} vs {b[~same][:4].tolist()}")
+
+
+# 16-bit forward and backward look results up in tables that each kernel builds on first use.
+# Here that first use comes from several threads at once, on every 16-bit input.
+FIRST_USE = r"""
+import sys, torch, gelu_ext
+torch.set_num_threads(4)
+every16 = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16)
+out = {}
+for dtype in (torch.float16, torch.bfloat16):
+    x = every16.view(dtype).repeat(16)  # long enough for every thread to take a share
+    grad = torch.full_like(x, 3.0)
+    for a in ("none", "tanh", "sigmoid"):
+        out[(str(dtype), a)] = (torch.ops.gelu_ext.gelu(x, a)[:1 << 16],
+                                torch.ops.gelu_ext.gelu_backward(grad, x, a)[:1 << 16])
+torch.save(out, sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16_bit_tables_built_by_many_threads_at_once(tmp_path, dtype):
+    from conftest import CORRECTLY_ROUNDED, assert_ulps
+    from gelu_ext.reference import derivative_scales, torch_reference, ulp
+
+    path = tmp_path / "first_use.pt"
+    subprocess.run([sys.executable, "-c", FIRST_USE, str(path)], check=True, timeout=600)
+    results = torch.load(path, weights_only=False)
+    x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
+    finite = x.isfinite()
+    for a in ("none", "tanh", "sigmoid"):
+        y, dy = (t[finite] for t in results[(str(dtype), a)])
+        f, d1, _ = torch_reference(x[finite], a)
+        assert_ulps(y, f, CORRECTLY_ROUNDED, f"{dtype} {a} forward", x[finite])
+        # 3 f'(x), in ulps of the larger of f's cancelling terms where f' crosses zero
+        scale, _ = derivative_scales(x[finite], a)
+        unit = ulp(torch.maximum((3 * d1).abs(), 3 * scale), dtype)
+        err = (dy.double() - 3 * d1).abs() / unit
+        assert err.max().item() <= CORRECTLY_ROUNDED, f"{dtype} {a} backward: {err.max().item()}"

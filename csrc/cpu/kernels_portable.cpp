@@ -33,6 +33,22 @@ struct NarrowLanes {
   static void store(T* p, Bits bits) {
     p->bits = bits;
   }
+
+  // Entries of tables indexed by the 16-bit input's bits: one value, or a pair of floats {a, b}.
+  template <class T>
+  static Bits lookup(const uint16_t* table, const T* p) {
+    return table[p->bits];
+  }
+  template <class Pair>
+  static void store_pairs(Pair* table, float a, float b) {
+    *table = Pair{a, b};
+  }
+  template <class Pair, class T>
+  static void lookup_pairs(const Pair* table, const T* p, float& a, float& b) {
+    const float* pair = reinterpret_cast<const float*>(table + p->bits);
+    a = pair[0];
+    b = pair[1];
+  }
 };
 
 struct Lanes {

@@ -69,6 +69,12 @@ struct Kernel {
     math::Bounded<typename N::F> out[kOut];
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
     NM::apply(in, out);
+    store_or_redo(p, i, out, redo);
+  }
+
+  __attribute__((always_inline)) static void store_or_redo(char* const* p, int64_t i,
+                                                           const math::Bounded<typename N::F>* out,
+                                                           Redo& redo) {
     uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {
       const T* tag = nullptr;
@@ -106,8 +112,76 @@ struct Kernel {
     }
   }
 
-  __attribute__((always_inline)) static void step(char* const* p, int64_t i, Redo& redo) {
-    if constexpr (kNarrow) narrow_step(p, i, redo);
+  // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
+  // them, which this kernel's narrow path (with its double-path redo) computes on first use; the
+  // backward looks up f'(x) with its error bound, as the narrow path computes it, and goes on from
+  // there as the narrow path does. Either way the results are the narrow path's, bit for bit.
+  static constexpr bool kLookup = (std::is_same<T, Float16>::value ||
+                                   std::is_same<T, BFloat16>::value) &&
+                                  (P == Pass::kForward || P == Pass::kBackward);
+  static constexpr int64_t kInputs16 = 65536;
+
+  static const uint16_t* result_table() {
+    static uint16_t table[kInputs16 + 1];  // + 1: AVX-512 gathers read 4 bytes per entry
+    static const bool built = [] {
+      static uint16_t every_input[kInputs16];
+      for (int64_t b = 0; b < kInputs16; ++b) every_input[b] = static_cast<uint16_t>(b);
+      char* p[2] = {reinterpret_cast<char*>(table), reinterpret_cast<char*>(every_input)};
+      Redo redo;
+      for (int64_t i = 0; i < kInputs16; i += kWidth) narrow_step(p, i, redo);
+      redo.flush(p);
+      return true;
+    }();
+    (void)built;
+    return table;
+  }
+
+  // f'(x) with its error bound for every 16-bit input, side by side so that each lookup reads one
+  // cache line.
+  static const math::Bounded<float>* derivative_table() {
+    static math::Bounded<float> table[kInputs16];
+    static const bool built = [] {
+      static uint16_t every_input[kInputs16];
+      for (int64_t b = 0; b < kInputs16; ++b) every_input[b] = static_cast<uint16_t>(b);
+      for (int64_t i = 0; i < kInputs16; i += kWidth) {
+        math::Bounded<typename N::F> f, d1;
+        math::narrow_value_and_derivative<A>(N::load(reinterpret_cast<const T*>(every_input) + i),
+                                             f, d1);
+        N::store_pairs(table + i, d1.value, d1.error);
+      }
+      return true;
+    }();
+    (void)built;
+    return table;
+  }
+
+  // The table a step reads (none outside the lookups), fetched once per call.
+  using Table = typename std::conditional<P == Pass::kForward, const uint16_t*,
+                                          const math::Bounded<float>*>::type;
+  static Table table() {
+    if constexpr (!kLookup) return nullptr;
+    else if constexpr (P == Pass::kForward) return result_table();
+    else return derivative_table();
+  }
+
+  __attribute__((always_inline)) static void lookup_step(char* const* p, int64_t i, Redo& redo,
+                                                         Table table) {
+    const T* x = reinterpret_cast<const T*>(p[kOperands - 1]) + i;  // the last input in both passes
+    if constexpr (P == Pass::kForward) {
+      N::store(reinterpret_cast<T*>(p[0]) + i, N::lookup(table, x));
+    } else {
+      math::Bounded<typename N::F> d1;
+      N::lookup_pairs(table, x, d1.value, d1.error);
+      const math::Bounded<typename N::F> out[1] = {
+          NM::backward(N::load(reinterpret_cast<const T*>(p[kOut]) + i), d1)};
+      store_or_redo(p, i, out, redo);
+    }
+  }
+
+  __attribute__((always_inline)) static void step(char* const* p, int64_t i, Redo& redo,
+                                                  Table table) {
+    if constexpr (kLookup) lookup_step(p, i, redo, table);
+    else if constexpr (kNarrow) narrow_step(p, i, redo);
     else vector(p, i);
   }
 
@@ -126,15 +200,17 @@ struct Kernel {
   // dependency chains to interleave.
   static void contiguous(char* const* p, int64_t n) {
     Redo redo;
+    const Table lookups = table();
     int64_t i = 0;
     for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
-      for (int k = kOut; k < kOperands; ++k)
-        for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
-          __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 0);
-      step(p, i, redo);
-      step(p, i + kWidth, redo);
+      if constexpr (!kLookup)
+        for (int k = kOut; k < kOperands; ++k)
+          for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
+            __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 0);
+      step(p, i, redo, lookups);
+      step(p, i + kWidth, redo, lookups);
     }
-    for (; i + kWidth <= n; i += kWidth) step(p, i, redo);
+    for (; i + kWidth <= n; i += kWidth) step(p, i, redo, lookups);
     redo.flush(p);
     if (i == n) return;
     T pad[kOperands][kWidth] = {};
@@ -144,7 +220,7 @@ struct Kernel {
       padded[k] = reinterpret_cast<char*>(pad[k]);
       if (k >= kOut) std::memcpy(pad[k], p[k] + i * sizeof(T), rest * sizeof(T));
     }
-    step(padded, 0, redo);
+    step(padded, 0, redo, lookups);
     redo.flush(padded);
     for (int k = 0; k < kOut; ++k) std::memcpy(p[k] + i * sizeof(T), pad[k], rest * sizeof(T));
   }

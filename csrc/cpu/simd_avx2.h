@@ -171,6 +171,41 @@ struct NarrowLanes {
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bits);
   }
+
+  // The entries of a table indexed by 16-bit inputs' bits (the 16-bit table has one entry of
+  // padding: each lane reads 4 bytes).
+  template <class T>
+  GELU_SIMD static __m256i table_index(const T* p) {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  template <class T>
+  GELU_SIMD static Bits lookup(const uint16_t* table, const T* p) {
+    const __m256i entries = _mm256_and_si256(
+        _mm256_i32gather_epi32(reinterpret_cast<const int*>(table), table_index(p), 2),
+        _mm256_set1_epi32(0xFFFF));
+    return _mm_packus_epi32(_mm256_castsi256_si128(entries), _mm256_extracti128_si256(entries, 1));
+  }
+  // Tables of float pairs {a, b}: 8 pairs stored, or the pairs of 8 inputs loaded.
+  template <class Pair>
+  GELU_SIMD static void store_pairs(Pair* table, VecF a, VecF b) {
+    static_assert(sizeof(Pair) == 8, "a pair of floats");
+    float* out = reinterpret_cast<float*>(table);
+    const __m256 low = _mm256_unpacklo_ps(a.v, b.v), high = _mm256_unpackhi_ps(a.v, b.v);
+    _mm256_storeu_ps(out, _mm256_permute2f128_ps(low, high, 0x20));
+    _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(low, high, 0x31));
+  }
+  template <class Pair, class T>
+  GELU_SIMD static void lookup_pairs(const Pair* table, const T* p, VecF& a, VecF& b) {
+    static_assert(sizeof(Pair) == 8, "a pair of floats");
+    const __m256i index = table_index(p);
+    const long long* base = reinterpret_cast<const long long*>(table);
+    // Pairs of lanes 0-3 and 4-7, then the a's and b's of each, in lane order.
+    const __m256 low = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_castsi256_si128(index), 8));
+    const __m256 high = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_extracti128_si256(index, 1), 8));
+    const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    a = VecF(_mm256_permutevar8x32_ps(_mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0)), order));
+    b = VecF(_mm256_permutevar8x32_ps(_mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1)), order));
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -164,6 +164,43 @@ struct NarrowLanes {
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
   }
+
+  // The entries of a table indexed by 16-bit inputs' bits (the 16-bit table has one entry of
+  // padding: each lane reads 4 bytes).
+  template <class T>
+  GELU_SIMD static __m512i table_index(const T* p) {
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  template <class T>
+  GELU_SIMD static Bits lookup(const uint16_t* table, const T* p) {
+    return _mm512_cvtepi32_epi16(_mm512_i32gather_epi32(table_index(p), table, 2));
+  }
+  // Tables of float pairs {a, b}: 16 pairs stored, or the pairs of 16 inputs loaded.
+  template <class Pair>
+  GELU_SIMD static void store_pairs(Pair* table, VecF a, VecF b) {
+    static_assert(sizeof(Pair) == 8, "a pair of floats");
+    float* out = reinterpret_cast<float*>(table);
+    _mm512_storeu_ps(out, _mm512_permutex2var_ps(a.v, interleave(0), b.v));
+    _mm512_storeu_ps(out + 16, _mm512_permutex2var_ps(a.v, interleave(8), b.v));
+  }
+  template <class Pair, class T>
+  GELU_SIMD static void lookup_pairs(const Pair* table, const T* p, VecF& a, VecF& b) {
+    static_assert(sizeof(Pair) == 8, "a pair of floats");
+    const __m512i index = table_index(p);
+    const __m512 low = _mm512_castsi512_ps(
+        _mm512_i32gather_epi64(_mm512_castsi512_si256(index), table, 8));
+    const __m512 high = _mm512_castsi512_ps(
+        _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(index, 1), table, 8));
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    a = VecF(_mm512_permutex2var_ps(low, evens, high));
+    b = VecF(_mm512_permutex2var_ps(low, _mm512_add_epi32(evens, _mm512_set1_epi32(1)), high));
+  }
+  // Permute indices {first, 16 + first, first + 1, 17 + first, ...}: lanes first.. of a and b
+  // interleaved.
+  GELU_SIMD static __m512i interleave(int first) {
+    const __m512i lane = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    return _mm512_add_epi32(lane, _mm512_set1_epi32(first));
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
