@@ -1,6 +1,7 @@
 // Op schemas (TORCH_LIBRARY gelu_ext), input checks, and the CPU implementations.
 #include "ops.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
 #include <Python.h>
 #include <torch/library.h>
@@ -162,6 +163,33 @@ at::TensorIterator geglu_backward_iter(const at::Tensor& grad_output, const at::
       .build();
 }
 
+std::pair<at::Tensor, at::Tensor> packed_halves(const at::Tensor& h, const char* op) {
+  check_floating(h, op, "h");
+  TORCH_CHECK(h.dim() >= 1 && h.size(-1) % 2 == 0, op, ": the last dimension of 'h' (gate and "
+              "up side by side) must be even, but got shape ", h.sizes());
+  const int64_t half = h.size(-1) / 2;
+  return {h.narrow(-1, 0, half), h.narrow(-1, half, half)};
+}
+
+at::TensorIterator geglu_packed_backward_iter(const at::Tensor& grad_output, const at::Tensor& h,
+                                              at::Tensor& grad_h) {
+  const char* op = "gelu_ext.geglu_packed_backward";
+  const auto halves = packed_halves(h, op);
+  check_floating(grad_output, op, "grad_output");
+  TORCH_CHECK(grad_output.sizes() == halves.first.sizes(), op, ": 'grad_output' must have the "
+              "shape of half of 'h', ", halves.first.sizes(), ", but got ", grad_output.sizes());
+  check_same_dtype_and_device(grad_output, "grad_output", h, "h", op);
+  grad_h = at::empty(h.sizes(), h.options());
+  const int64_t half = h.size(-1) / 2;
+  return elementwise_config()
+      .add_owned_output(grad_h.narrow(-1, 0, half))
+      .add_owned_output(grad_h.narrow(-1, half, half))
+      .add_const_input(grad_output)
+      .add_owned_const_input(halves.first)
+      .add_owned_const_input(halves.second)
+      .build();
+}
+
 at::Tensor sum_to_bias(const at::Tensor& grad_input) {
   std::vector<int64_t> leading(grad_input.dim() - 1);
   for (size_t d = 0; d < leading.size(); ++d) leading[d] = static_cast<int64_t>(d);
@@ -205,6 +233,10 @@ TORCH_LIBRARY(gelu_ext, m) {
   // (grad_gate, grad_up) = (grad_output * up * gelu'(gate), grad_output * gelu(gate)), in one pass.
   m.def("geglu_backward(Tensor grad_output, Tensor gate, Tensor up, str approximate=\"none\") "
         "-> (Tensor, Tensor)");
+  // geglu of h = [gate, up] (its last dimension split in halves, as h.chunk(2, -1)), and its
+  // backward, which writes grad_h = [grad_gate, grad_up] in one pass with no concatenation.
+  m.def("geglu_packed(Tensor h, str approximate=\"none\") -> Tensor");
+  m.def("geglu_packed_backward(Tensor grad_output, Tensor h, str approximate=\"none\") -> Tensor");
   // The instruction set of the CPU kernels chosen for this machine, for reports.
   m.def("_cpu_isa() -> str", []() { return std::string(cpu::isa()); });
 }
@@ -217,6 +249,8 @@ TORCH_LIBRARY_IMPL(gelu_ext, CPU, m) {
   m.impl("bias_gelu_backward", &bias_gelu_backward_op<run_cpu>);
   m.impl("geglu", &geglu_op<run_cpu>);
   m.impl("geglu_backward", &geglu_backward_op<run_cpu>);
+  m.impl("geglu_packed", &geglu_packed_op<run_cpu>);
+  m.impl("geglu_packed_backward", &geglu_packed_backward_op<run_cpu>);
 }
 
 }  // namespace gelu_ext

@@ -7,6 +7,7 @@
 #include <c10/util/string_view.h>
 
 #include <tuple>
+#include <utility>
 
 #include "kernels.h"
 
@@ -29,6 +30,11 @@ at::TensorIterator bias_backward_iter(const at::Tensor& grad_output, const at::T
 at::TensorIterator geglu_iter(const at::Tensor& gate, const at::Tensor& up);
 at::TensorIterator geglu_backward_iter(const at::Tensor& grad_output, const at::Tensor& gate,
                                        const at::Tensor& up);
+// gate and up: the halves of h's last dimension, as views.
+std::pair<at::Tensor, at::Tensor> packed_halves(const at::Tensor& h, const char* op);
+// Also allocates grad_h, whose halves are the iterator's outputs.
+at::TensorIterator geglu_packed_backward_iter(const at::Tensor& grad_output, const at::Tensor& h,
+                                              at::Tensor& grad_h);
 
 // grad_input summed over all but the last dimension, accumulated in float (double for float64)
 // and returned in grad_input's dtype, which is the bias's (checked with the inputs).
@@ -37,7 +43,7 @@ at::Tensor sum_to_bias(const at::Tensor& grad_input);
 // A backend runs one pass over an iterator built above.
 using RunPass = void (*)(at::TensorIteratorBase& iter, Pass pass, Approximate approximate);
 
-// The three ops, for the backend that runs passes with `run`.
+// The ops, for the backend that runs passes with `run`.
 template <RunPass run>
 at::Tensor gelu_op(const at::Tensor& input, c10::string_view approximate) {
   const Approximate a = parse_approximate(approximate);
@@ -103,6 +109,25 @@ std::tuple<at::Tensor, at::Tensor> geglu_backward_op(const at::Tensor& grad_outp
   auto iter = geglu_backward_iter(grad_output, gate, up);
   run(iter, Pass::kGegluBackward, a);
   return {iter.output(0), iter.output(1)};
+}
+
+template <RunPass run>
+at::Tensor geglu_packed_op(const at::Tensor& h, c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  const auto halves = packed_halves(h, "gelu_ext.geglu_packed");
+  auto iter = geglu_iter(halves.first, halves.second);
+  run(iter, Pass::kGegluForward, a);
+  return iter.output();
+}
+
+template <RunPass run>
+at::Tensor geglu_packed_backward_op(const at::Tensor& grad_output, const at::Tensor& h,
+                                    c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  at::Tensor grad_h;
+  auto iter = geglu_packed_backward_iter(grad_output, h, grad_h);
+  run(iter, Pass::kGegluBackward, a);
+  return grad_h;
 }
 
 }  // namespace gelu_ext

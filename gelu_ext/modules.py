@@ -3,7 +3,7 @@
 import torch
 from torch import Tensor, nn
 
-from .functional import bias_gelu, gelu, geglu
+from .functional import bias_gelu, gelu, geglu_packed
 from .ops import check_approximate
 
 
@@ -29,8 +29,8 @@ class GEGLU(nn.Module):
     """GEGLU activation of a projection h = [gate, up] (T5 v1.1, Gemma-style FFNs):
     gelu(gate) * up, with gate the first half of h's last dimension.
 
-    Takes h of size 2n in its last dimension and returns size n; the halves are views of h (no
-    copy) and the product is one fused kernel.
+    Takes h of size 2n in its last dimension and returns size n; the halves are read in place (no
+    copy), and the backward writes grad_h in one fused pass (geglu_packed).
     """
 
     def __init__(self, approximate: str = "none") -> None:
@@ -41,8 +41,7 @@ class GEGLU(nn.Module):
     def forward(self, h: Tensor) -> Tensor:
         if h.shape[-1] % 2:
             raise ValueError(f"GEGLU: the last dimension of h must be even, got {h.shape[-1]}")
-        gate, up = h.chunk(2, dim=-1)
-        return geglu(gate, up, self.approximate)
+        return geglu_packed(h, self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"

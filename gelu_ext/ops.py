@@ -10,6 +10,8 @@ The ops (defined in csrc/ops.cpp):
   bias_gelu_backward(grad_output, input, bias, approximate) -> (grad_input, grad_bias)
   geglu(gate, up, approximate)                              -> gelu(gate) * up
   geglu_backward(grad_output, gate, up, approximate)        -> (grad_gate, grad_up)
+  geglu_packed(h, approximate)                              -> geglu(*h.chunk(2, -1))
+  geglu_packed_backward(grad_output, h, approximate)        -> grad_h = [grad_gate, grad_up]
 """
 
 import torch
@@ -142,6 +144,35 @@ def _geglu_backward_fake(grad_output, gate, up, approximate="none"):
             _empty_elementwise_output(grad_output, gate, up))
 
 
+def _packed_halves(op, h):
+    _check_floating(op, "h", h)
+    torch._check(h.dim() >= 1 and h.shape[-1] % 2 == 0, lambda: f"{op}: the last dimension of "
+                 f"'h' (gate and up side by side) must be even, but got shape {list(h.shape)}")
+    return h.chunk(2, dim=-1)
+
+
+@torch.library.register_fake("gelu_ext::geglu_packed")
+def _geglu_packed_fake(h, approximate="none"):
+    gate, up = _packed_halves("gelu_ext.geglu_packed", h)
+    check_approximate(approximate)
+    return _empty_elementwise_output(gate, up)
+
+
+@torch.library.register_fake("gelu_ext::geglu_packed_backward")
+def _geglu_packed_backward_fake(grad_output, h, approximate="none"):
+    op = "gelu_ext.geglu_packed_backward"
+    gate, _ = _packed_halves(op, h)
+    _check_floating(op, "grad_output", grad_output)
+    torch._check(grad_output.shape == gate.shape, lambda: f"{op}: 'grad_output' must have the "
+                 f"shape of half of 'h', {list(gate.shape)}, but got {list(grad_output.shape)}")
+    torch._check_type(grad_output.dtype == h.dtype, lambda: f"{op}: 'grad_output' and 'h' must "
+                      f"have the same dtype, but got {grad_output.dtype} and {h.dtype}")
+    torch._check(grad_output.device == h.device, lambda: f"{op}: 'grad_output' and 'h' must be "
+                 f"on the same device, but got {grad_output.device} and {h.device}")
+    check_approximate(approximate)
+    return torch.empty(h.shape, dtype=h.dtype, device=h.device)
+
+
 # --------------------------------------------------------------------------------------------
 # Reverse-mode autograd: gelu -> gelu_backward -> gelu_double_backward.
 
@@ -215,15 +246,31 @@ def _geglu_backward_formula(ctx, grad):
     return grad_gate, grad_up, None
 
 
-def _geglu_backward_backward_formula(ctx, a, c):
-    # grad_gate = g u f'(x), grad_up = g f(x); a and c are their upstream gradients.
-    grad_output, gate, up = ctx.saved_tensors
-    approx = ctx.approximate
+def _geglu_second_order(a, c, grad_output, gate, up, approx):
+    # grad_gate = g u f'(x), grad_up = g f(x); a and c are their upstream gradients. Returns the
+    # gradients for grad_output, gate and up.
     d_grad = _ops.gelu_backward.default(a * up, gate, approx) + c * _ops.gelu.default(gate, approx)
     _, d_gate_curvature = _ops.gelu_double_backward.default(a * up, grad_output, gate, approx)
     d_gate = d_gate_curvature + _ops.gelu_backward.default(c * grad_output, gate, approx)
     d_up = _ops.gelu_backward.default(a * grad_output, gate, approx)
-    return d_grad, d_gate, d_up, None
+    return d_grad, d_gate, d_up
+
+
+def _geglu_backward_backward_formula(ctx, a, c):
+    grad_output, gate, up = ctx.saved_tensors
+    return (*_geglu_second_order(a, c, grad_output, gate, up, ctx.approximate), None)
+
+
+def _geglu_packed_backward_formula(ctx, grad):
+    (h,) = ctx.saved_tensors
+    return _ops.geglu_packed_backward.default(grad, h, ctx.approximate), None
+
+
+def _geglu_packed_backward_backward_formula(ctx, grad_grad_h):
+    grad_output, h = ctx.saved_tensors
+    d_grad, d_gate, d_up = _geglu_second_order(*grad_grad_h.chunk(2, dim=-1), grad_output,
+                                               *h.chunk(2, dim=-1), ctx.approximate)
+    return d_grad, torch.cat([d_gate, d_up], dim=-1), None
 
 
 torch.library.register_autograd("gelu_ext::bias_gelu", _bias_gelu_backward_formula,
@@ -234,6 +281,11 @@ torch.library.register_autograd("gelu_ext::bias_gelu_backward",
 torch.library.register_autograd("gelu_ext::geglu", _geglu_backward_formula,
                                 setup_context=_save_all_setup_context)
 torch.library.register_autograd("gelu_ext::geglu_backward", _geglu_backward_backward_formula,
+                                setup_context=_save_all_setup_context)
+torch.library.register_autograd("gelu_ext::geglu_packed", _geglu_packed_backward_formula,
+                                setup_context=_save_all_setup_context)
+torch.library.register_autograd("gelu_ext::geglu_packed_backward",
+                                _geglu_packed_backward_backward_formula,
                                 setup_context=_save_all_setup_context)
 
 
@@ -272,6 +324,20 @@ def _geglu_backward_vmap(info, in_dims, grad_output, gate, up, approximate="none
     tensors = _batched(info, in_dims[:3], grad_output, gate, up)
     out_dim = None if all(d is None for d in in_dims[:3]) else 0
     return _ops.geglu_backward.default(*tensors, approximate), (out_dim, out_dim)
+
+
+@torch.library.register_vmap("gelu_ext::geglu_packed")
+def _geglu_packed_vmap(info, in_dims, h, approximate="none"):
+    (h,) = _batched(info, in_dims[:1], h)
+    out_dim = None if in_dims[0] is None else 0
+    return _ops.geglu_packed.default(h, approximate), out_dim
+
+
+@torch.library.register_vmap("gelu_ext::geglu_packed_backward")
+def _geglu_packed_backward_vmap(info, in_dims, grad_output, h, approximate="none"):
+    tensors = _batched(info, in_dims[:2], grad_output, h)
+    out_dim = None if all(d is None for d in in_dims[:2]) else 0
+    return _ops.geglu_packed_backward.default(*tensors, approximate), out_dim
 
 
 @torch.library.register_vmap("gelu_ext::bias_gelu")

@@ -97,21 +97,34 @@ def test_bias_gelu_matches_composition(device, approximate):
 # ---------------------------------------------------------------------------------------------
 # geglu
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_geglu_values(device, approximate, dtype):
-    gate, up = randn(64, 37, dtype=dtype, device=device), randn(64, 37, dtype=dtype, device=device,
-                                                              seed=1)
-    y = gelu_ext.geglu(gate, up, approximate).cpu()
+def assert_geglu_values(gate, up, grad, y, grad_gate, grad_up, approximate, dtype):
     f, d1 = exact(gate.cpu().double(), approximate, dtype)
-    assert_ulps(y, f * up.cpu().double(), ULPS[dtype], f"geglu {dtype}", gate.cpu())
-    grad = randn(64, 37, dtype=dtype, device=device, seed=2, scale=1.0)
-    grad_gate, grad_up = ops.geglu_backward(grad, gate, up, approximate)
     g, u = grad.cpu().double(), up.cpu().double()
+    assert_ulps(y.cpu(), f * u, ULPS[dtype], f"geglu {dtype}", gate.cpu())
     assert_ulps(grad_up.cpu(), g * f, ULPS[dtype], f"geglu grad_up {dtype}", gate.cpu())
     away = (gate.cpu().double() + 0.7518).abs() > 0.05 if approximate == "none" else \
         gate.cpu() == gate.cpu()
     err = ulp_error(grad_gate.cpu()[away], (g * u * d1)[away], dtype)
     assert err.max() <= GRAD_ULPS[dtype], err.max()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_geglu_values(device, approximate, dtype):
+    gate, up = randn(64, 37, dtype=dtype, device=device), randn(64, 37, dtype=dtype, device=device,
+                                                              seed=1)
+    grad = randn(64, 37, dtype=dtype, device=device, seed=2, scale=1.0)
+    assert_geglu_values(gate, up, grad, gelu_ext.geglu(gate, up, approximate),
+                        *ops.geglu_backward(grad, gate, up, approximate), approximate, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_geglu_packed_values(device, approximate, dtype):
+    h = randn(64, 2 * 37, dtype=dtype, device=device)
+    grad = randn(64, 37, dtype=dtype, device=device, seed=2, scale=1.0)
+    grad_h = ops.geglu_packed_backward(grad, h, approximate)
+    assert grad_h.shape == h.shape
+    assert_geglu_values(*h.chunk(2, dim=-1), grad, gelu_ext.geglu_packed(h, approximate),
+                        *grad_h.chunk(2, dim=-1), approximate, dtype)
 
 
 def test_geglu_on_chunks_needs_no_copy(device):
@@ -124,6 +137,23 @@ def test_geglu_on_chunks_needs_no_copy(device):
     assert not names & {"aten::copy_", "aten::clone", "aten::contiguous"}, names
     assert torch.equal(y, gelu_ext.geglu(gate.contiguous(), up.contiguous()))
     torch.testing.assert_close(gelu_ext.GEGLU()(h), y, rtol=0, atol=0)
+
+
+def test_geglu_packed_backward_needs_no_concatenation(device):
+    h = randn(16, 2 * 24, device=device).requires_grad_()
+    y = gelu_ext.GEGLU()(h)
+    with torch.profiler.profile() as prof:
+        y.backward(torch.ones_like(y))
+    names = {e.name for e in prof.events()}
+    assert "gelu_ext::geglu_packed_backward" in names
+    assert not names & {"aten::cat", "aten::copy_", "aten::clone", "aten::contiguous"}, names
+
+
+def test_geglu_packed_gradcheck(device, approximate):
+    h = randn(5, 8, dtype=torch.float64, device=device).requires_grad_()
+    f = lambda h: gelu_ext.geglu_packed(h, approximate)  # noqa: E731
+    assert gradcheck(f, (h,))
+    assert gradgradcheck(f, (h,))
 
 
 def test_geglu_gradcheck(device, approximate):
@@ -168,6 +198,17 @@ def test_errors(device):
         gelu_ext.geglu(x, x, "bogus")
     with pytest.raises(ValueError, match="even"):
         gelu_ext.GEGLU()(torch.ones(2, 5, device=device))
+    with pytest.raises(RuntimeError, match="last dimension of 'h' .* must be even"):
+        gelu_ext.geglu_packed(torch.ones(2, 5, device=device))
+    with pytest.raises(RuntimeError, match="last dimension of 'h' .* must be even"):
+        gelu_ext.geglu_packed(torch.tensor(1.0, device=device))
+    with pytest.raises(TypeError, match="floating-point"):
+        gelu_ext.geglu_packed(torch.ones(2, 4, dtype=torch.long, device=device))
+    with pytest.raises(RuntimeError, match="shape of half of 'h'"):
+        ops.geglu_packed_backward(torch.ones(2, 4, device=device), torch.ones(2, 4, device=device))
+    with pytest.raises(TypeError, match="same dtype"):
+        ops.geglu_packed_backward(torch.ones(2, 2, device=device).double(),
+                                  torch.ones(2, 4, device=device))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
@@ -182,6 +223,8 @@ def test_opcheck(device, approximate, dtype):
     torch.library.opcheck(ops.geglu_backward.default, (g, x, u, approximate))
     h = randn(6, 10, dtype=dtype, device=device)
     torch.library.opcheck(ops.geglu.default, (*h.chunk(2, dim=-1), approximate))
+    torch.library.opcheck(ops.geglu_packed.default, (h.requires_grad_(), approximate))
+    torch.library.opcheck(ops.geglu_packed_backward.default, (g, h, approximate))
 
 
 def test_compile_without_graph_breaks(device):
@@ -210,6 +253,11 @@ def test_vmap(device):
     up = randn(3, 4, 5, device=device, seed=3)
     torch.testing.assert_close(torch.func.vmap(gelu_ext.geglu, in_dims=(0, 0))(x, up),
                                gelu_ext.geglu(x, up))
+    h = randn(4, 3, 6, device=device, seed=4)
+    torch.testing.assert_close(torch.func.vmap(gelu_ext.geglu_packed, in_dims=1)(h),
+                               gelu_ext.geglu_packed(h.movedim(1, 0)))
+    grads = torch.func.vmap(torch.func.grad(lambda t: gelu_ext.geglu_packed(t).sum()))(h)
+    torch.testing.assert_close(grads, ops.geglu_packed_backward(torch.ones(4, 3, 3), h))
     grads = torch.func.vmap(torch.func.grad(lambda t: gelu_ext.bias_gelu(t, b).sum()))(x)
     torch.testing.assert_close(grads, torch.ops.gelu_ext.bias_gelu_backward(
         torch.ones_like(x), x, b)[0])

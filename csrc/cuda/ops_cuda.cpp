@@ -61,6 +61,8 @@ TORCH_LIBRARY_IMPL(gelu_ext, CUDA, m) {
   m.impl("bias_gelu_backward", &bias_gelu_backward_op<run_cuda>);
   m.impl("geglu", &geglu_op<run_cuda>);
   m.impl("geglu_backward", &geglu_backward_op<run_cuda>);
+  m.impl("geglu_packed", &geglu_packed_op<run_cuda>);
+  m.impl("geglu_packed_backward", &geglu_packed_backward_op<run_cuda>);
 }
 
 }  // namespace gelu_ext
