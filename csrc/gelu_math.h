@@ -807,21 +807,42 @@ GELU_HD F narrow_sum(F x, F b, F& inexact) {
 
 template <Pass P, Approximate A>
 struct NarrowPassMath {
-  // The backward pass from f'(x): the CPU kernels take d1 from a table for 16-bit data.
+  // The input that is the GELU argument in the passes that take it unchanged (not x + b), or -1;
+  // and which of f and f' at it those passes need. (For 16-bit data the CPU kernels look f and f'
+  // up in tables of every input's instead of computing them.)
+  static constexpr int kArgument = P == Pass::kForward || P == Pass::kGegluForward ? 0
+                                   : P == Pass::kBackward || P == Pass::kGegluBackward ? 1 : -1;
+  static constexpr bool kNeedsF = P == Pass::kForward || P == Pass::kGegluForward ||
+                                  P == Pass::kGegluBackward;
+  static constexpr bool kNeedsD1 = P == Pass::kBackward || P == Pass::kGegluBackward;
+
+  // The outputs of a pass with an argument, from f and f' there.
   template <class F>
-  GELU_HD static Bounded<F> backward(F grad, const Bounded<F>& d1) {
-    return narrow_product(grad, d1);
+  GELU_HD static void from_parts(const F* in, const Bounded<F>& f, const Bounded<F>& d1,
+                                 Bounded<F>* out) {
+    if constexpr (P == Pass::kForward) {
+      out[0] = f;
+    } else if constexpr (P == Pass::kBackward) {
+      out[0] = narrow_product(in[0], d1);
+    } else if constexpr (P == Pass::kGegluForward) {
+      out[0] = narrow_product(in[1], f);
+    } else if constexpr (P == Pass::kGegluBackward) {
+      // grad * up is exact in float for 16-bit data unless it under- or overflows.
+      const F grad_up = in[0] * in[2];
+      const F inexact = select(fma(in[0], in[2], -grad_up) != F(0.0f), F(__builtin_huge_valf()),
+                               F(0.0f));
+      out[0] = narrow_product(grad_up, d1);
+      out[0].error = out[0].error + inexact;
+      out[1] = narrow_product(in[0], f);
+    }
   }
 
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
     Bounded<F> f, d1;
-    if constexpr (P == Pass::kForward) {
-      narrow_value_and_derivative<A>(in[0], f, d1);
-      out[0] = f;
-    } else if constexpr (P == Pass::kBackward) {
-      narrow_value_and_derivative<A>(in[1], f, d1);
-      out[0] = backward(in[0], d1);
+    if constexpr (kArgument >= 0) {
+      narrow_value_and_derivative<A>(in[kArgument], f, d1);
+      from_parts(in, f, d1, out);
     } else if constexpr (P == Pass::kBiasForward) {
       F inexact;
       narrow_value_and_derivative<A>(narrow_sum(in[0], in[1], inexact), f, d1);
@@ -831,18 +852,6 @@ struct NarrowPassMath {
       narrow_value_and_derivative<A>(narrow_sum(in[1], in[2], inexact), f, d1);
       out[0] = narrow_product(in[0], d1);
       out[0].error = out[0].error + inexact;
-    } else if constexpr (P == Pass::kGegluForward) {
-      narrow_value_and_derivative<A>(in[0], f, d1);
-      out[0] = narrow_product(in[1], f);
-    } else if constexpr (P == Pass::kGegluBackward) {
-      narrow_value_and_derivative<A>(in[1], f, d1);
-      // grad * up is exact in float for 16-bit data unless it under- or overflows.
-      const F grad_up = in[0] * in[2];
-      const F inexact = select(fma(in[0], in[2], -grad_up) != F(0.0f), F(__builtin_huge_valf()),
-                               F(0.0f));
-      out[0] = narrow_product(grad_up, d1);
-      out[0].error = out[0].error + inexact;
-      out[1] = narrow_product(in[0], f);
     }
   }
 };

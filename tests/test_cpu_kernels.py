@@ -74,19 +74,21 @@ def test_instruction_sets_agree_bitwise(tmp_path):
                                     f"{a[~same][:4].tolist()} vs {b[~same][:4].tolist()}")
 
 
-# 16-bit forward and backward look results up in tables that each kernel builds on first use.
-# Here that first use comes from several threads at once, on every 16-bit input.
+# 16-bit gelu, gelu_backward and geglu look f and f' up in tables that the kernels build on first
+# use. Here that first use comes from several threads at once, on every 16-bit input.
 FIRST_USE = r"""
 import sys, torch, gelu_ext
+ops = torch.ops.gelu_ext
 torch.set_num_threads(4)
 every16 = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16)
 out = {}
 for dtype in (torch.float16, torch.bfloat16):
     x = every16.view(dtype).repeat(16)  # long enough for every thread to take a share
-    grad = torch.full_like(x, 3.0)
+    c = torch.full_like(x, 0.75)  # no overflow, and the products still round
     for a in ("none", "tanh", "sigmoid"):
-        out[(str(dtype), a)] = (torch.ops.gelu_ext.gelu(x, a)[:1 << 16],
-                                torch.ops.gelu_ext.gelu_backward(grad, x, a)[:1 << 16])
+        results = (ops.gelu(x, a), ops.gelu_backward(c, x, a), ops.geglu(x, c, a),
+                   *ops.geglu_backward(c, x, c, a))
+        out[(str(dtype), a)] = [r[:1 << 16] for r in results]
 torch.save(out, sys.argv[1])
 """
 
@@ -102,11 +104,13 @@ def test_16_bit_tables_built_by_many_threads_at_once(tmp_path, dtype):
     x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(dtype)
     finite = x.isfinite()
     for a in ("none", "tanh", "sigmoid"):
-        y, dy = (t[finite] for t in results[(str(dtype), a)])
+        y, dy, geglu, geglu_dgate, geglu_dup = (t[finite] for t in results[(str(dtype), a)])
         f, d1, _ = torch_reference(x[finite], a)
-        assert_ulps(y, f, CORRECTLY_ROUNDED, f"{dtype} {a} forward", x[finite])
-        # 3 f'(x), in ulps of the larger of f's cancelling terms where f' crosses zero
         scale, _ = derivative_scales(x[finite], a)
-        unit = ulp(torch.maximum((3 * d1).abs(), 3 * scale), dtype)
-        err = (dy.double() - 3 * d1).abs() / unit
-        assert err.max().item() <= CORRECTLY_ROUNDED, f"{dtype} {a} backward: {err.max().item()}"
+        for got, exact in ((y, f), (geglu, 0.75 * f), (geglu_dup, 0.75 * f)):
+            assert_ulps(got, exact, CORRECTLY_ROUNDED, f"{dtype} {a} f", x[finite])
+        # c f'(x), in ulps of the larger of f's cancelling terms where f' crosses zero
+        for got, c in ((dy, 0.75), (geglu_dgate, 0.5625)):
+            unit = ulp(torch.maximum((c * d1).abs(), c * scale), dtype)
+            err = (got.double() - c * d1).abs() / unit
+            assert err.max().item() <= CORRECTLY_ROUNDED, f"{dtype} {a} {c} f': {err.max()}"

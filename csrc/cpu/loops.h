@@ -17,6 +17,44 @@ namespace gelu_ext {
 namespace cpu {
 namespace GELU_ISA {
 
+constexpr int64_t kInputs16 = 65536;
+
+// Every 16-bit bit pattern, in order.
+inline const uint16_t* every_input16() {
+  static uint16_t inputs[kInputs16];
+  static const bool filled = [] {
+    for (int64_t b = 0; b < kInputs16; ++b) inputs[b] = static_cast<uint16_t>(b);
+    return true;
+  }();
+  (void)filled;
+  return inputs;
+}
+
+// f and f' with their error bounds, as the narrow path computes them, for every 16-bit input of
+// type T: built on first use, shared by the passes that look them up. Each value sits beside its
+// bound, so that a lookup reads one cache line.
+template <class N, Approximate A, class T>
+struct NarrowTables {
+  const math::Bounded<float>* f = nullptr;
+  const math::Bounded<float>* d1 = nullptr;
+
+  static NarrowTables get() {
+    static math::Bounded<float> f_table[kInputs16], d1_table[kInputs16];
+    static const bool built = [] {
+      const T* x = reinterpret_cast<const T*>(every_input16());
+      for (int64_t i = 0; i < kInputs16; i += N::kWidth) {
+        math::Bounded<typename N::F> f, d1;
+        math::narrow_value_and_derivative<A>(N::load(x + i), f, d1);
+        N::store_pairs(f_table + i, f.value, f.error);
+        N::store_pairs(d1_table + i, d1.value, d1.error);
+      }
+      return true;
+    }();
+    (void)built;
+    return NarrowTables{f_table, d1_table};
+  }
+};
+
 template <class L, Pass P, Approximate A, class T>
 struct Kernel {
   static constexpr bool kFloat64 = std::is_same<T, double>::value;
@@ -114,19 +152,18 @@ struct Kernel {
 
   // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
   // them, which this kernel's narrow path (with its double-path redo) computes on first use; the
-  // backward looks up f'(x) with its error bound, as the narrow path computes it, and goes on from
-  // there as the narrow path does. Either way the results are the narrow path's, bit for bit.
+  // other passes whose GELU argument is an input (backward, geglu) look up f and f' there with
+  // their error bounds, as the narrow path computes them, and go on as it does. Either way the
+  // results are the narrow path's, bit for bit.
   static constexpr bool kLookup = (std::is_same<T, Float16>::value ||
                                    std::is_same<T, BFloat16>::value) &&
-                                  (P == Pass::kForward || P == Pass::kBackward);
-  static constexpr int64_t kInputs16 = 65536;
+                                  math::NarrowPassMath<P, A>::kArgument >= 0;
 
   static const uint16_t* result_table() {
     static uint16_t table[kInputs16 + 1];  // + 1: AVX-512 gathers read 4 bytes per entry
     static const bool built = [] {
-      static uint16_t every_input[kInputs16];
-      for (int64_t b = 0; b < kInputs16; ++b) every_input[b] = static_cast<uint16_t>(b);
-      char* p[2] = {reinterpret_cast<char*>(table), reinterpret_cast<char*>(every_input)};
+      char* p[2] = {reinterpret_cast<char*>(table),
+                    reinterpret_cast<char*>(const_cast<uint16_t*>(every_input16()))};
       Redo redo;
       for (int64_t i = 0; i < kInputs16; i += kWidth) narrow_step(p, i, redo);
       redo.flush(p);
@@ -136,44 +173,27 @@ struct Kernel {
     return table;
   }
 
-  // f'(x) with its error bound for every 16-bit input, side by side so that each lookup reads one
-  // cache line.
-  static const math::Bounded<float>* derivative_table() {
-    static math::Bounded<float> table[kInputs16];
-    static const bool built = [] {
-      static uint16_t every_input[kInputs16];
-      for (int64_t b = 0; b < kInputs16; ++b) every_input[b] = static_cast<uint16_t>(b);
-      for (int64_t i = 0; i < kInputs16; i += kWidth) {
-        math::Bounded<typename N::F> f, d1;
-        math::narrow_value_and_derivative<A>(N::load(reinterpret_cast<const T*>(every_input) + i),
-                                             f, d1);
-        N::store_pairs(table + i, d1.value, d1.error);
-      }
-      return true;
-    }();
-    (void)built;
-    return table;
-  }
-
-  // The table a step reads (none outside the lookups), fetched once per call.
+  // The tables a step reads (none outside the lookups), fetched once per call.
   using Table = typename std::conditional<P == Pass::kForward, const uint16_t*,
-                                          const math::Bounded<float>*>::type;
+                                          NarrowTables<N, A, T>>::type;
   static Table table() {
-    if constexpr (!kLookup) return nullptr;
+    if constexpr (!kLookup) return Table{};
     else if constexpr (P == Pass::kForward) return result_table();
-    else return derivative_table();
+    else return NarrowTables<N, A, T>::get();
   }
 
   __attribute__((always_inline)) static void lookup_step(char* const* p, int64_t i, Redo& redo,
                                                          Table table) {
-    const T* x = reinterpret_cast<const T*>(p[kOperands - 1]) + i;  // the last input in both passes
+    const T* x = reinterpret_cast<const T*>(p[kOut + NM::kArgument]) + i;
     if constexpr (P == Pass::kForward) {
       N::store(reinterpret_cast<T*>(p[0]) + i, N::lookup(table, x));
     } else {
-      math::Bounded<typename N::F> d1;
-      N::lookup_pairs(table, x, d1.value, d1.error);
-      const math::Bounded<typename N::F> out[1] = {
-          NM::backward(N::load(reinterpret_cast<const T*>(p[kOut]) + i), d1)};
+      typename N::F in[kIn];
+      for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
+      math::Bounded<typename N::F> f{}, d1{}, out[kOut];
+      if constexpr (NM::kNeedsF) N::lookup_pairs(table.f, x, f.value, f.error);
+      if constexpr (NM::kNeedsD1) N::lookup_pairs(table.d1, x, d1.value, d1.error);
+      NM::from_parts(in, f, d1, out);
       store_or_redo(p, i, out, redo);
     }
   }
