@@ -293,7 +293,8 @@ GELU_HD V gate_second_derivative(V x, const Gate<V>& g) {
 
 // Written once for every lane type V, like the double path (float64 data is not narrowed, so
 // the CPU vector kernels run this too): branches are selects, and V provides in addition
-// binary_exponent(x) and table_entry(table, row, column, stride) (a gather).
+// binary_exponent(x), table_row(row, stride) (each lane's row offset, of whatever index type
+// the lanes use) and table_entry(table, offset, column) (a gather).
 
 // An unevaluated sum hi + lo with |lo| <= ulp(hi)/2.
 template <class V>
@@ -343,11 +344,14 @@ GELU_HD DD<V> dd_mul(DD<V> a, V b) {
   const DD<V> p = two_prod(a.hi, b);
   return fast_two_sum(p.hi, fma(a.lo, b, p.lo));
 }
+// a / b from one division (1 / b.hi), the slowest operation here: q = a.hi / b.hi to about an
+// ulp, then the remainder, far below q, divided by b.hi to the same relative accuracy.
 template <class V>
 GELU_HD DD<V> dd_div(DD<V> a, DD<V> b) {
-  const V q = a.hi / b.hi;
-  const V r = fma(-q, b.hi, a.hi) + a.lo - q * b.lo;  // the first term is exact
-  return fast_two_sum(q, r / b.hi);
+  const V inverse = V(1.0) / b.hi;
+  const V q = a.hi * inverse;
+  const V r = fma(-q, b.hi, a.hi) + a.lo - q * b.lo;
+  return fast_two_sum(q, r * inverse);
 }
 template <class M, class V>
 GELU_HD DD<V> select(M c, DD<V> a, DD<V> b) {
@@ -431,9 +435,11 @@ static __device__ const double kTailF64Device[16][16] = GELU_TAIL_F64_TABLE;
 static const double kTailF64Host[16][16] = GELU_TAIL_F64_TABLE;
 #undef GELU_TAIL_F64_TABLE
 
-// The table entry for each lane's row, on the host or the device.
-GELU_HD double table_entry(const double* table, double row, int column, int stride) {
-  return table[static_cast<int>(row) * stride + column];
+// The offset of each lane's row (a small non-negative integer) in a table of `stride` columns,
+// computed once per lookup of a whole row; then the entry in a column of that row.
+GELU_HD int table_row(double row, int stride) { return static_cast<int>(row) * stride; }
+GELU_HD double table_entry(const double* table, int offset, int column) {
+  return table[offset + column];
 }
 GELU_HD double binary_exponent(double x) {  // floor(log2 x) for normal positive x
   return static_cast<double>(((bit_cast<int64_t>(x) >> 52) & 0x7ff) - 1023);
@@ -452,10 +458,11 @@ GELU_HD DD<V> tail_factor_f64(V t) {
 #else
   const double* table = &kTailF64Host[0][0];
 #endif
-  const V d = t - table_entry(table, n, 0, 16);
-  V p = table_entry(table, n, 15, 16);
-  for (int i = 14; i >= 3; --i) p = fma(p, d, table_entry(table, n, i, 16));
-  return fast_two_sum(table_entry(table, n, 1, 16), fma(p, d, table_entry(table, n, 2, 16)));
+  const auto row = table_row(n, 16);
+  const V d = t - table_entry(table, row, 0);
+  V p = table_entry(table, row, 15);
+  for (int i = 14; i >= 3; --i) p = fma(p, d, table_entry(table, row, i));
+  return fast_two_sum(table_entry(table, row, 1), fma(p, d, table_entry(table, row, 2)));
 }
 
 constexpr double kInvSqrt2PiHi = 0.3989422804014327, kInvSqrt2PiLo = -2.49232720227773e-17;

@@ -59,10 +59,16 @@ GELU_SIMD Vec binary_exponent(Vec x) {
       _mm256_castsi256_pd(_mm256_or_si256(field, _mm256_castpd_si256(two52))), two52);
   return Vec(_mm256_sub_pd(biased, _mm256_set1_pd(1023.0)));
 }
-// table[row * stride + column] for each lane (rows are small non-negative integers).
-GELU_SIMD Vec table_entry(const double* table, Vec row, int column, int stride) {
-  const __m256d index = _mm256_fmadd_pd(row.v, _mm256_set1_pd(stride), _mm256_set1_pd(column));
-  return Vec(_mm256_i32gather_pd(table, _mm256_cvttpd_epi32(index), 8));
+// gelu_math.h's table_row and table_entry: each lane's row offset (rows are small non-negative
+// integers) as 4 int32s, then table[offset + column] for each lane.
+struct TableRow {
+  __m128i v;
+};
+GELU_SIMD TableRow table_row(Vec row, int stride) {
+  return TableRow{_mm_mullo_epi32(_mm256_cvttpd_epi32(row.v), _mm_set1_epi32(stride))};
+}
+GELU_SIMD Vec table_entry(const double* table, TableRow offset, int column) {
+  return Vec(_mm256_i32gather_pd(table + column, offset.v, 8));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -52,10 +52,16 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
 
 // floor(log2 x) for normal positive x (the double-double path's interval index).
 GELU_SIMD Vec binary_exponent(Vec x) { return Vec(_mm512_getexp_pd(x.v)); }
-// table[row * stride + column] for each lane (rows are small non-negative integers).
-GELU_SIMD Vec table_entry(const double* table, Vec row, int column, int stride) {
-  const __m512d index = _mm512_fmadd_pd(row.v, _mm512_set1_pd(stride), _mm512_set1_pd(column));
-  return Vec(_mm512_i64gather_pd(_mm512_cvttpd_epi64(index), table, 8));
+// gelu_math.h's table_row and table_entry: each lane's row offset (rows are small non-negative
+// integers) as 8 int32s, then table[offset + column] for each lane.
+struct TableRow {
+  __m256i v;
+};
+GELU_SIMD TableRow table_row(Vec row, int stride) {
+  return TableRow{_mm256_mullo_epi32(_mm512_cvttpd_epi32(row.v), _mm256_set1_epi32(stride))};
+}
+GELU_SIMD Vec table_entry(const double* table, TableRow offset, int column) {
+  return Vec(_mm512_i32gather_pd(offset.v, table + column, 8));
 }
 
 // ---------------------------------------------------------------------------------------------
