@@ -42,14 +42,22 @@ def _check_floating(op, name, t):
                 f"float32 or float64), but got {t.dtype}")
 
 
-def _check_matches_input(op, name, t, input):
+def _check_same_dtype_and_device(op, name, t, other_name, other):
+    torch._check_type(t.dtype == other.dtype, lambda: f"{op}: '{name}' and '{other_name}' must "
+                      f"have the same dtype, but got {t.dtype} and {other.dtype}")
+    torch._check(t.device == other.device, lambda: f"{op}: '{name}' and '{other_name}' must be "
+                 f"on the same device, but got {t.device} and {other.device}")
+
+
+def _check_matches(op, name, t, other_name, other):
     _check_floating(op, name, t)
-    torch._check(t.shape == input.shape, lambda: f"{op}: '{name}' and 'input' must have the "
-                 f"same shape, but got {list(t.shape)} and {list(input.shape)}")
-    torch._check_type(t.dtype == input.dtype, lambda: f"{op}: '{name}' and 'input' must have "
-                      f"the same dtype, but got {t.dtype} and {input.dtype}")
-    torch._check(t.device == input.device, lambda: f"{op}: '{name}' and 'input' must be on the "
-                 f"same device, but got {t.device} and {input.device}")
+    torch._check(t.shape == other.shape, lambda: f"{op}: '{name}' and '{other_name}' must have "
+                 f"the same shape, but got {list(t.shape)} and {list(other.shape)}")
+    _check_same_dtype_and_device(op, name, t, other_name, other)
+
+
+def _check_matches_input(op, name, t, input):
+    _check_matches(op, name, t, "input", input)
 
 
 def _empty_elementwise_output(*tensors):
@@ -87,10 +95,7 @@ def _gelu_double_backward_fake(grad_grad_input, grad_output, input, approximate=
 
 def _check_bias(op, bias, input):
     _check_floating(op, "bias", bias)
-    torch._check_type(bias.dtype == input.dtype, lambda: f"{op}: 'bias' and 'input' must have the "
-                      f"same dtype, but got {bias.dtype} and {input.dtype}")
-    torch._check(bias.device == input.device, lambda: f"{op}: 'bias' and 'input' must be on the "
-                 f"same device, but got {bias.device} and {input.device}")
+    _check_same_dtype_and_device(op, "bias", bias, "input", input)
     torch._check(bias.dim() == 1, lambda: f"{op}: 'bias' must be 1-D, but got {bias.dim()} "
                  f"dimensions (shape {list(bias.shape)})")
     torch._check(input.dim() >= 1 and bias.shape[0] == input.shape[-1],
@@ -120,13 +125,7 @@ def _bias_gelu_backward_fake(grad_output, input, bias, approximate="none"):
 def _check_geglu(op, gate, **others):
     _check_floating(op, "gate", gate)
     for name, t in others.items():
-        _check_floating(op, name, t)
-        torch._check(t.shape == gate.shape, lambda: f"{op}: '{name}' and 'gate' must have the "
-                     f"same shape, but got {list(t.shape)} and {list(gate.shape)}")
-        torch._check_type(t.dtype == gate.dtype, lambda: f"{op}: '{name}' and 'gate' must have "
-                          f"the same dtype, but got {t.dtype} and {gate.dtype}")
-        torch._check(t.device == gate.device, lambda: f"{op}: '{name}' and 'gate' must be on the "
-                     f"same device, but got {t.device} and {gate.device}")
+        _check_matches(op, name, t, "gate", gate)
 
 
 @torch.library.register_fake("gelu_ext::geglu")
@@ -165,10 +164,7 @@ def _geglu_packed_backward_fake(grad_output, h, approximate="none"):
     _check_floating(op, "grad_output", grad_output)
     torch._check(grad_output.shape == gate.shape, lambda: f"{op}: 'grad_output' must have the "
                  f"shape of half of 'h', {list(gate.shape)}, but got {list(grad_output.shape)}")
-    torch._check_type(grad_output.dtype == h.dtype, lambda: f"{op}: 'grad_output' and 'h' must "
-                      f"have the same dtype, but got {grad_output.dtype} and {h.dtype}")
-    torch._check(grad_output.device == h.device, lambda: f"{op}: 'grad_output' and 'h' must be "
-                 f"on the same device, but got {grad_output.device} and {h.device}")
+    _check_same_dtype_and_device(op, "grad_output", grad_output, "h", h)
     check_approximate(approximate)
     return torch.empty(h.shape, dtype=h.dtype, device=h.device)
 
