@@ -293,8 +293,8 @@ GELU_HD V gate_second_derivative(V x, const Gate<V>& g) {
 
 // Written once for every lane type V, like the double path (float64 data is not narrowed, so
 // the CPU vector kernels run this too): branches are selects, and V provides in addition
-// binary_exponent(x), table_row(row, stride) (each lane's row offset, of whatever index type
-// the lanes use) and table_entry(table, offset, column) (a gather).
+// binary_exponent(x), table_row(row) (each lane's row, of whatever index type the lanes use)
+// and table_entry(column, row) (a lookup in a table column of 16 rows).
 
 // An unevaluated sum hi + lo with |lo| <= ulp(hi)/2.
 template <class V>
@@ -429,18 +429,28 @@ GELU_HD ScaledDD<V> exp_dd(DD<V> a) {
     {27.699208415745595, 0.4128082949150244, -2.6646844622180166e-17, -0.0004806934821321308, 1.661953497220217e-05, -5.730037469703279e-07, 1.9698444535225155e-08, -6.751234328822882e-10, 2.3064487729138153e-11, -7.853018699907189e-13, 2.6642519665952667e-14, -9.004324762910869e-16, 3.028518936633567e-17, -1.0148693457733937e-18, 3.531718320593795e-20, -1.17097538425558e-21}, \
     {35.15873679831797, 0.4099580591502109, -1.8738504310297636e-17, -0.00030368296941304024, 8.358065304378784e-06, -2.296409057952416e-07, 6.298350561869299e-09, -1.7242966056608832e-10, 4.711675570437905e-12, -1.2849452648974517e-13, 3.49708857299056e-15, -9.497191200424265e-17, 2.571372088442019e-18, -6.951137466535343e-20, 1.959932065430781e-21, -5.2696984257270805e-23}, \
   }
-#if defined(__CUDACC__)
-static __device__ const double kTailF64Device[16][16] = GELU_TAIL_F64_TABLE;
-#endif
-static const double kTailF64Host[16][16] = GELU_TAIL_F64_TABLE;
-#undef GELU_TAIL_F64_TABLE
-
-// The offset of each lane's row (a small non-negative integer) in a table of `stride` columns,
-// computed once per lookup of a whole row; then the entry in a column of that row.
-GELU_HD int table_row(double row, int stride) { return static_cast<int>(row) * stride; }
-GELU_HD double table_entry(const double* table, int offset, int column) {
-  return table[offset + column];
+// Stored by columns (column c holds the c-th number of every row), so that the SIMD lanes look a
+// column up with one permute across two registers rather than a gather.
+struct TailF64Columns {
+  double column[16][16];
+};
+constexpr TailF64Columns tail_f64_columns(const double (&rows)[16][16]) {
+  TailF64Columns table{};
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c) table.column[c][r] = rows[r][c];
+  return table;
 }
+constexpr double kTailF64Rows[16][16] = GELU_TAIL_F64_TABLE;
+#undef GELU_TAIL_F64_TABLE
+#if defined(__CUDACC__)
+static __device__ const TailF64Columns kTailF64Device = tail_f64_columns(kTailF64Rows);
+#endif
+static constexpr TailF64Columns kTailF64Host = tail_f64_columns(kTailF64Rows);
+
+// Each lane's row (a small non-negative integer) as the lanes index tables, then that row's
+// entry in a column of 16 rows.
+GELU_HD int table_row(double row) { return static_cast<int>(row); }
+GELU_HD double table_entry(const double (&column)[16], int row) { return column[row]; }
 GELU_HD double binary_exponent(double x) {  // floor(log2 x) for normal positive x
   return static_cast<double>(((bit_cast<int64_t>(x) >> 52) & 0x7ff) - 1023);
 }
@@ -454,15 +464,16 @@ GELU_HD DD<V> tail_factor_f64(V t) {
   n = select(n > V(15.0), V(15.0), n);  // and NaN
   n = select(n >= V(0.0), n, V(15.0));
 #if defined(__CUDA_ARCH__)
-  const double* table = &kTailF64Device[0][0];
+  const TailF64Columns& table = kTailF64Device;
 #else
-  const double* table = &kTailF64Host[0][0];
+  const TailF64Columns& table = kTailF64Host;
 #endif
-  const auto row = table_row(n, 16);
-  const V d = t - table_entry(table, row, 0);
-  V p = table_entry(table, row, 15);
-  for (int i = 14; i >= 3; --i) p = fma(p, d, table_entry(table, row, i));
-  return fast_two_sum(table_entry(table, row, 1), fma(p, d, table_entry(table, row, 2)));
+  const auto row = table_row(n);
+  const V d = t - table_entry(table.column[0], row);
+  V p = table_entry(table.column[15], row);
+  for (int i = 14; i >= 3; --i) p = fma(p, d, table_entry(table.column[i], row));
+  return fast_two_sum(table_entry(table.column[1], row),
+                      fma(p, d, table_entry(table.column[2], row)));
 }
 
 constexpr double kInvSqrt2PiHi = 0.3989422804014327, kInvSqrt2PiLo = -2.49232720227773e-17;

@@ -59,16 +59,14 @@ GELU_SIMD Vec binary_exponent(Vec x) {
       _mm256_castsi256_pd(_mm256_or_si256(field, _mm256_castpd_si256(two52))), two52);
   return Vec(_mm256_sub_pd(biased, _mm256_set1_pd(1023.0)));
 }
-// gelu_math.h's table_row and table_entry: each lane's row offset (rows are small non-negative
-// integers) as 4 int32s, then table[offset + column] for each lane.
+// gelu_math.h's table_row and table_entry: each lane's row (a small non-negative integer) as
+// 4 int32s, then the column's entry for each lane (a gather).
 struct TableRow {
   __m128i v;
 };
-GELU_SIMD TableRow table_row(Vec row, int stride) {
-  return TableRow{_mm_mullo_epi32(_mm256_cvttpd_epi32(row.v), _mm_set1_epi32(stride))};
-}
-GELU_SIMD Vec table_entry(const double* table, TableRow offset, int column) {
-  return Vec(_mm256_i32gather_pd(table + column, offset.v, 8));
+GELU_SIMD TableRow table_row(Vec row) { return TableRow{_mm256_cvttpd_epi32(row.v)}; }
+GELU_SIMD Vec table_entry(const double (&column)[16], TableRow row) {
+  return Vec(_mm256_i32gather_pd(column, row.v, 8));
 }
 
 // ---------------------------------------------------------------------------------------------

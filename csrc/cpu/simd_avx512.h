@@ -52,16 +52,14 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
 
 // floor(log2 x) for normal positive x (the double-double path's interval index).
 GELU_SIMD Vec binary_exponent(Vec x) { return Vec(_mm512_getexp_pd(x.v)); }
-// gelu_math.h's table_row and table_entry: each lane's row offset (rows are small non-negative
-// integers) as 8 int32s, then table[offset + column] for each lane.
+// gelu_math.h's table_row and table_entry: each lane's row (a small non-negative integer) as a
+// 64-bit permute index, then the column's entry for each lane, one permute across its 16 rows.
 struct TableRow {
-  __m256i v;
+  __m512i v;
 };
-GELU_SIMD TableRow table_row(Vec row, int stride) {
-  return TableRow{_mm256_mullo_epi32(_mm512_cvttpd_epi32(row.v), _mm256_set1_epi32(stride))};
-}
-GELU_SIMD Vec table_entry(const double* table, TableRow offset, int column) {
-  return Vec(_mm512_i32gather_pd(offset.v, table + column, 8));
+GELU_SIMD TableRow table_row(Vec row) { return TableRow{_mm512_cvttpd_epi64(row.v)}; }
+GELU_SIMD Vec table_entry(const double (&column)[16], TableRow row) {
+  return Vec(_mm512_permutex2var_pd(_mm512_loadu_pd(column), row.v, _mm512_loadu_pd(column + 8)));
 }
 
 // ---------------------------------------------------------------------------------------------
