@@ -344,6 +344,23 @@ GELU_HD DD<V> dd_mul(DD<V> a, V b) {
   const DD<V> p = two_prod(a.hi, b);
   return fast_two_sum(p.hi, fma(a.lo, b, p.lo));
 }
+// The products above rounded once to the lane type (no renormalized pair first).
+template <class V>
+GELU_HD V dd_mul_rounded(DD<V> a, DD<V> b) {
+  const DD<V> p = two_prod(a.hi, b.hi);
+  return p.hi + fma(a.hi, b.lo, fma(a.lo, b.hi, p.lo));
+}
+template <class V>
+GELU_HD V dd_mul_rounded(DD<V> a, V b) {
+  const DD<V> p = two_prod(a.hi, b);
+  return p.hi + fma(a.lo, b, p.lo);
+}
+// 1 - a for 0 <= a.hi <= 1/2, so that 1 - hi is exact and the rest a fast two-sum.
+template <class V>
+GELU_HD DD<V> dd_one_minus(DD<V> a) {
+  const V hi = V(1.0) - a.hi;
+  return DD<V>{hi, ((V(1.0) - hi) - a.hi) - a.lo};
+}
 // a / b from one division (1 / b.hi), the slowest operation here: q = a.hi / b.hi to about an
 // ulp, then the remainder, far below q, divided by b.hi to the same relative accuracy.
 template <class V>
@@ -512,10 +529,9 @@ GELU_HD V saturate_f64(V x, double limit, V value, V at_minus_inf, V at_plus_inf
 template <class V>
 GELU_HD V exact_forward_f64(V x, const TailF64<V>& q) {
   const DD<V> upper = dd_mul(q.gauss.m, q.r);  // Q(t) / 2^k
-  const V negative = -round_scaled(dd_mul(upper, q.t), q.gauss.k);
-  const DD<V> y = dd_mul(dd_add(dd(V(1.0)), dd_neg(scale_pow2(upper, q.gauss.k))), x);
-  return saturate_f64(x, kSaturationExactF64, select(x < V(0.0), negative, y.hi + y.lo), V(-0.0),
-                      x);
+  const V negative = -scale_pow2(dd_mul_rounded(upper, q.t), q.gauss.k);
+  const V positive = dd_mul_rounded(dd_one_minus(scale_pow2(upper, q.gauss.k)), x);
+  return saturate_f64(x, kSaturationExactF64, select(x < V(0.0), negative, positive), V(-0.0), x);
 }
 
 // f' = E (R - t/sqrt(2 pi)) for x < 0, 1 - that for x > 0 (E = exp(-t^2/2)).
@@ -523,7 +539,7 @@ template <class V>
 GELU_HD V exact_derivative_f64(V x, const TailF64<V>& q) {
   const DD<V> slope = dd_mul(dd<V>(kInvSqrt2PiHi, kInvSqrt2PiLo), q.t);
   const DD<V> lower = dd_mul(q.gauss.m, dd_add(q.r, dd_neg(slope)));
-  const DD<V> y = dd_add(dd(V(1.0)), dd_neg(scale_pow2(lower, q.gauss.k)));
+  const DD<V> y = dd_one_minus(scale_pow2(lower, q.gauss.k));  // |E S| <= 1/2
   const V value = select(x < V(0.0), round_scaled(lower, q.gauss.k), y.hi + y.lo);
   return saturate_f64(x, kSaturationExactF64, value, V(-0.0), V(1.0));
 }
@@ -533,7 +549,8 @@ GELU_HD V exact_second_derivative_f64(V x, const TailF64<V>& q) {
   const DD<V> two_minus_t2 = dd_add(dd(V(2.0)), dd_neg(q.t_squared));
   const DD<V> density = dd_mul(q.gauss.m, dd<V>(kInvSqrt2PiHi, kInvSqrt2PiLo));
   return saturate_f64(x, kSaturationExactF64,
-                      round_scaled(dd_mul(density, two_minus_t2), q.gauss.k), V(-0.0), V(-0.0));
+                      scale_pow2(dd_mul_rounded(density, two_minus_t2), q.gauss.k), V(-0.0),
+                      V(-0.0));
 }
 
 // Gates in double-double: s = x (c1 + c3 x^2) or 1.702 x with the decimal constants carried
@@ -585,10 +602,9 @@ GELU_HD V saturate_gate(V x, const GateF64<V>& g, V value, V at_minus_inf, V at_
 // f = x sigmoid(s): x / (1 + e) for s >= 0, x e / (1 + e) for s < 0, e = exp(-|s|).
 template <class V>
 GELU_HD V gate_forward_f64(V x, const GateF64<V>& g) {
-  const DD<V> positive = dd_mul(g.inv, g.x);
-  const V negative = round_scaled(dd_mul(dd_mul(g.e.m, g.inv), g.x), g.e.k);
-  return saturate_gate(x, g, select(g.s.hi >= V(0.0), positive.hi + positive.lo, negative),
-                       V(-0.0), x);
+  const V positive = dd_mul_rounded(g.inv, g.x);
+  const V negative = scale_pow2(dd_mul_rounded(dd_mul(g.e.m, g.inv), g.x), g.e.k);
+  return saturate_gate(x, g, select(g.s.hi >= V(0.0), positive, negative), V(-0.0), x);
 }
 
 // f' = p + x s' p q. For s < 0, p = e/(1+e) and f' = p (1 + x s' / (1 + e)), scaled at the end.
@@ -598,7 +614,7 @@ GELU_HD V gate_derivative_f64(V x, const GateF64<V>& g) {
   const DD<V> pq = dd_mul(dd_mul(scale_pow2(g.e.m, g.e.k), g.inv), g.inv);
   const DD<V> positive = dd_add(g.inv, dd_mul(xs, pq));
   const DD<V> factor = dd_add(dd(V(1.0)), dd_mul(xs, g.inv));
-  const V negative = round_scaled(dd_mul(dd_mul(g.e.m, g.inv), factor), g.e.k);
+  const V negative = scale_pow2(dd_mul_rounded(dd_mul(g.e.m, g.inv), factor), g.e.k);
   return saturate_gate(x, g, select(g.s.hi >= V(0.0), positive.hi + positive.lo, negative),
                        V(-0.0), V(1.0));
 }
@@ -613,7 +629,7 @@ GELU_HD V gate_second_derivative_f64(V x, const GateF64<V>& g) {
   const DD<V> inner = dd_add(dd_mul(dd_mul(signed_q_minus_p, g.ds), g.ds), d2s);
   const DD<V> bracket = dd_add(dd_mul(inner, g.x), DD<V>{V(2.0) * g.ds.hi, V(2.0) * g.ds.lo});
   const DD<V> pq = dd_mul(dd_mul(g.e.m, g.inv), g.inv);  // scaled by 2^k below
-  return saturate_gate(x, g, round_scaled(dd_mul(pq, bracket), g.e.k), V(-0.0), V(-0.0));
+  return saturate_gate(x, g, scale_pow2(dd_mul_rounded(pq, bracket), g.e.k), V(-0.0), V(-0.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1161,9 +1177,8 @@ GELU_HD DD<F> single_product(DD<F> a, DD<F> b) {
 // a for x < 0, 1 - a otherwise, for |a.hi| <= 1/2 (so the difference is a fast two-sum).
 template <class M, class F>
 GELU_HD DD<F> single_reflect(M negative, DD<F> a) {
-  const F hi = F(1.0f) - a.hi;
-  const F lo = ((F(1.0f) - hi) - a.hi) - a.lo;
-  return DD<F>{select(negative, a.hi, hi), select(negative, a.lo, lo)};
+  const DD<F> reflected = dd_one_minus(a);
+  return DD<F>{select(negative, a.hi, reflected.hi), select(negative, a.lo, reflected.lo)};
 }
 
 // What the single path computes at z = x + x_lo, |x_lo| <= ulp(x)/2 (x_lo = 0 unless kPair), as
