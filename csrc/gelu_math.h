@@ -330,6 +330,17 @@ GELU_HD DD<V> dd_add(DD<V> a, DD<V> b) {
   const DD<V> s = two_sum(a.hi, b.hi);
   return fast_two_sum(s.hi, s.lo + a.lo + b.lo);
 }
+// The sum as a pair whose lo may exceed ulp(hi)/2 a little (for a product next), or rounded once.
+template <class V>
+GELU_HD DD<V> dd_add_unnormalized(DD<V> a, DD<V> b) {
+  const DD<V> s = two_sum(a.hi, b.hi);
+  return DD<V>{s.hi, s.lo + a.lo + b.lo};
+}
+template <class V>
+GELU_HD V dd_add_rounded(DD<V> a, DD<V> b) {
+  const DD<V> s = dd_add_unnormalized(a, b);
+  return s.hi + s.lo;
+}
 template <class V>
 GELU_HD DD<V> dd_neg(DD<V> a) {
   return DD<V>{-a.hi, -a.lo};
@@ -589,7 +600,9 @@ GELU_HD GateF64<V> gate_f64(V x) {
   }
   g.saturated = select(huge, V(1.0), select(fabs(g.s.hi) > V(kGateTailF64), V(1.0), V(0.0)));
   g.e = exp_dd(select(g.s.hi >= V(0.0), dd_neg(g.s), g.s));
-  g.inv = dd_div(dd(V(1.0)), dd_add(dd(V(1.0)), scale_pow2(g.e.m, g.e.k)));
+  const DD<V> e = scale_pow2(g.e.m, g.e.k);
+  const DD<V> one_plus_e = fast_two_sum(V(1.0), e.hi);  // e <= 1
+  g.inv = dd_div(dd(V(1.0)), DD<V>{one_plus_e.hi, one_plus_e.lo + e.lo});
   return g;
 }
 
@@ -611,12 +624,12 @@ GELU_HD V gate_forward_f64(V x, const GateF64<V>& g) {
 template <class V>
 GELU_HD V gate_derivative_f64(V x, const GateF64<V>& g) {
   const DD<V> xs = dd_mul(g.ds, g.x);
-  const DD<V> pq = dd_mul(dd_mul(scale_pow2(g.e.m, g.e.k), g.inv), g.inv);
-  const DD<V> positive = dd_add(g.inv, dd_mul(xs, pq));
-  const DD<V> factor = dd_add(dd(V(1.0)), dd_mul(xs, g.inv));
-  const V negative = scale_pow2(dd_mul_rounded(dd_mul(g.e.m, g.inv), factor), g.e.k);
-  return saturate_gate(x, g, select(g.s.hi >= V(0.0), positive.hi + positive.lo, negative),
-                       V(-0.0), V(1.0));
+  const DD<V> small = dd_mul(g.e.m, g.inv);                    // p (s < 0) or q (s >= 0), / 2^k
+  const DD<V> pq = dd_mul(scale_pow2(small, g.e.k), g.inv);
+  const V positive = dd_add_rounded(g.inv, dd_mul(xs, pq));
+  const DD<V> factor = dd_add_unnormalized(dd(V(1.0)), dd_mul(xs, g.inv));
+  const V negative = scale_pow2(dd_mul_rounded(small, factor), g.e.k);
+  return saturate_gate(x, g, select(g.s.hi >= V(0.0), positive, negative), V(-0.0), V(1.0));
 }
 
 // f'' = p q (2 s' + x ((q - p) s'^2 + s'')), q - p = -sign(s) (1 - e) / (1 + e).
