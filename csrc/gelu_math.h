@@ -325,16 +325,17 @@ template <class V>
 GELU_HD DD<V> dd(double hi, double lo) {  // a double-double constant
   return DD<V>{V(hi), V(lo)};
 }
-template <class V>
-GELU_HD DD<V> dd_add(DD<V> a, DD<V> b) {
-  const DD<V> s = two_sum(a.hi, b.hi);
-  return fast_two_sum(s.hi, s.lo + a.lo + b.lo);
-}
-// The sum as a pair whose lo may exceed ulp(hi)/2 a little (for a product next), or rounded once.
+// Sums and products come unnormalized (lo may exceed ulp(hi)/2 a little: fine as the operand of
+// a product), renormalized (dd_add, dd_mul), or rounded once to the lane type (*_rounded).
 template <class V>
 GELU_HD DD<V> dd_add_unnormalized(DD<V> a, DD<V> b) {
   const DD<V> s = two_sum(a.hi, b.hi);
   return DD<V>{s.hi, s.lo + a.lo + b.lo};
+}
+template <class V>
+GELU_HD DD<V> dd_add(DD<V> a, DD<V> b) {
+  const DD<V> s = dd_add_unnormalized(a, b);
+  return fast_two_sum(s.hi, s.lo);
 }
 template <class V>
 GELU_HD V dd_add_rounded(DD<V> a, DD<V> b) {
@@ -346,25 +347,24 @@ GELU_HD DD<V> dd_neg(DD<V> a) {
   return DD<V>{-a.hi, -a.lo};
 }
 template <class V>
-GELU_HD DD<V> dd_mul(DD<V> a, DD<V> b) {
+GELU_HD DD<V> dd_mul_unnormalized(DD<V> a, DD<V> b) {
   const DD<V> p = two_prod(a.hi, b.hi);
-  return fast_two_sum(p.hi, fma(a.hi, b.lo, fma(a.lo, b.hi, p.lo)));
+  return DD<V>{p.hi, fma(a.hi, b.lo, fma(a.lo, b.hi, p.lo))};
 }
 template <class V>
-GELU_HD DD<V> dd_mul(DD<V> a, V b) {
+GELU_HD DD<V> dd_mul_unnormalized(DD<V> a, V b) {
   const DD<V> p = two_prod(a.hi, b);
-  return fast_two_sum(p.hi, fma(a.lo, b, p.lo));
+  return DD<V>{p.hi, fma(a.lo, b, p.lo)};
 }
-// The products above rounded once to the lane type (no renormalized pair first).
-template <class V>
-GELU_HD V dd_mul_rounded(DD<V> a, DD<V> b) {
-  const DD<V> p = two_prod(a.hi, b.hi);
-  return p.hi + fma(a.hi, b.lo, fma(a.lo, b.hi, p.lo));
+template <class V, class B>
+GELU_HD DD<V> dd_mul(DD<V> a, B b) {
+  const DD<V> p = dd_mul_unnormalized(a, b);
+  return fast_two_sum(p.hi, p.lo);
 }
-template <class V>
-GELU_HD V dd_mul_rounded(DD<V> a, V b) {
-  const DD<V> p = two_prod(a.hi, b);
-  return p.hi + fma(a.lo, b, p.lo);
+template <class V, class B>
+GELU_HD V dd_mul_rounded(DD<V> a, B b) {
+  const DD<V> p = dd_mul_unnormalized(a, b);
+  return p.hi + p.lo;
 }
 // 1 - a for 0 <= a.hi <= 1/2, so that 1 - hi is exact and the rest a fast two-sum.
 template <class V>

@@ -180,10 +180,10 @@ at::TensorIterator geglu_packed_backward_iter(const at::Tensor& grad_output, con
               "shape of half of 'h', ", halves.first.sizes(), ", but got ", grad_output.sizes());
   check_same_dtype_and_device(grad_output, "grad_output", h, "h", op);
   grad_h = at::empty(h.sizes(), h.options());
-  const int64_t half = h.size(-1) / 2;
+  const auto grad_halves = packed_halves(grad_h, op);
   return elementwise_config()
-      .add_owned_output(grad_h.narrow(-1, 0, half))
-      .add_owned_output(grad_h.narrow(-1, half, half))
+      .add_owned_output(grad_halves.first)
+      .add_owned_output(grad_halves.second)
       .add_const_input(grad_output)
       .add_owned_const_input(halves.first)
       .add_owned_const_input(halves.second)

@@ -19,5 +19,5 @@ from .modules import GEGLU, GELU, BiasGELU
 from .ops import APPROXIMATIONS
 from .replace import replace_gelu
 
-__all__ = ["gelu", "bias_gelu", "geglu", "geglu_packed", "GELU", "BiasGELU", "GEGLU", "replace_gelu",
-           "APPROXIMATIONS", "__version__"]
+__all__ = ["gelu", "bias_gelu", "geglu", "geglu_packed", "GELU", "BiasGELU", "GEGLU",
+           "replace_gelu", "APPROXIMATIONS", "__version__"]

@@ -11,8 +11,10 @@ import sys
 
 import pytest
 import torch
+from conftest import CORRECTLY_ROUNDED, assert_ulps
 
 import gelu_ext  # noqa: F401
+from gelu_ext.reference import derivative_scales, torch_reference, ulp
 
 ISAS = ["avx512", "avx2", "portable"]
 
@@ -95,9 +97,6 @@ torch.save(out, sys.argv[1])
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_16_bit_tables_built_by_many_threads_at_once(tmp_path, dtype):
-    from conftest import CORRECTLY_ROUNDED, assert_ulps
-    from gelu_ext.reference import derivative_scales, torch_reference, ulp
-
     path = tmp_path / "first_use.pt"
     subprocess.run([sys.executable, "-c", FIRST_USE, str(path)], check=True, timeout=600)
     results = torch.load(path, weights_only=False)
