@@ -1,13 +1,19 @@
 // Op schemas (TORCH_LIBRARY gelu_ext), input checks, and the CPU implementations.
 #include "ops.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/zeros.h>
 #include <Python.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
+
+#include "gelu_math.h"
 
 namespace gelu_ext {
 
@@ -136,7 +142,8 @@ at::TensorIterator bias_backward_iter(const at::Tensor& grad_output, const at::T
       .add_owned_output(at::Tensor())
       .add_const_input(grad_output)
       .add_const_input(input)
-      .add_const_input(bias)
+      // Packed, so that the CPU backward can tell a row's columns by their bias addresses.
+      .add_owned_const_input(bias.contiguous())
       .build();
 }
 
@@ -212,6 +219,84 @@ void run_cpu(at::TensorIteratorBase& iter, Pass pass, Approximate approximate) {
       kCpuGrainSize);
 }
 
+// Elements per run of the bias backward before its rows are added to the column sums: few enough
+// that the rows are still in the L1 cache.
+constexpr int64_t kColumnSumChunk = 4096;
+
+// The bias gradient in `dtype`, from per-thread column sums [threads, 2 (hi, lo), columns] added
+// in thread order with compensation, then rounded once.
+at::Tensor round_column_sums(const at::Tensor& sums, at::ScalarType dtype) {
+  const int64_t threads = sums.size(0), columns = sums.size(2);
+  const double* data = sums.const_data_ptr<double>();
+  const bool is_double = dtype == at::kDouble;
+  at::Tensor total =
+      at::empty({columns}, sums.options().dtype(is_double ? at::kDouble : at::kFloat));
+  for (int64_t c = 0; c < columns; ++c) {
+    double sum = 0.0, error = 0.0, plain = 0.0;
+    for (int64_t part = 0; part < 2 * threads; ++part) {
+      const math::DD<double> s = math::two_sum(sum, data[part * columns + c]);
+      sum = s.hi;
+      error += s.lo;
+      if (part % 2 == 0) plain += data[part * columns + c];
+    }
+    // An infinite or NaN gradient (or an overflow) leaves hi infinite or NaN and its errors NaN:
+    // the plain sum of the hi parts is then the IEEE sum (inf, -inf or NaN).
+    const double value = std::isfinite(plain) ? sum + error : plain;
+    if (is_double) {
+      total.data_ptr<double>()[c] = value;
+    } else {
+      // float32: rounded to nearest here; 16-bit: rounded to odd here, so that the conversion
+      // below rounds the double sum once.
+      total.data_ptr<float>()[c] =
+          dtype == at::kFloat ? static_cast<float>(value) : math::round_to_odd_float(value);
+    }
+  }
+  return total.to(dtype);
+}
+
+// grad_input and grad_bias in one pass: each thread adds the rows it writes to its own column
+// sums while they are in cache, where summing grad_input afterwards would read it all again.
+std::tuple<at::Tensor, at::Tensor> bias_gelu_backward_cpu(const at::Tensor& grad_output,
+                                                          const at::Tensor& input,
+                                                          const at::Tensor& bias,
+                                                          c10::string_view approximate) {
+  const Approximate a = parse_approximate(approximate);
+  auto iter = bias_backward_iter(grad_output, input, bias);
+  const DType dtype = kernel_dtype(iter);
+  constexpr int kOperands = num_operands(Pass::kBiasBackward);  // grad_input, grad, input, bias
+  constexpr int kBias = kOperands - 1;
+  const int64_t element_size = iter.element_size(0), columns = bias.numel();
+  const char* bias_data = static_cast<const char*>(iter.data_ptr(kBias));  // packed
+  const int threads = at::get_num_threads();
+  at::Tensor sums = at::zeros({threads, 2, columns}, bias.options().dtype(at::kDouble));
+  double* sums_data = sums.data_ptr<double>();
+  iter.for_each(
+      [&](char** data, const int64_t* strides, int64_t size0, int64_t size1) {
+        const int thread = at::get_thread_num();
+        TORCH_INTERNAL_ASSERT(thread < threads, "gelu_ext.bias_gelu_backward: thread ", thread,
+                              " of ", threads);
+        double* hi = sums_data + thread * 2 * columns;
+        double* lo = hi + columns;
+        const int64_t* outer = strides + kOperands;
+        const int64_t column_step = strides[kBias] / element_size;  // 1, or 0 down a column
+        const int64_t rows_per_chunk =
+            std::max<int64_t>(1, kColumnSumChunk / std::max<int64_t>(size0, 1));
+        char* chunk[kOperands];
+        for (int64_t j = 0; j < size1; j += rows_per_chunk) {
+          const int64_t rows = std::min(rows_per_chunk, size1 - j);
+          for (int k = 0; k < kOperands; ++k) chunk[k] = data[k] + j * outer[k];
+          cpu::run_loop(Pass::kBiasBackward, a, dtype, chunk, strides, size0, rows);
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t first = (chunk[kBias] + r * outer[kBias] - bias_data) / element_size;
+            cpu::add_to_column_sums(dtype, chunk[0] + r * outer[0], strides[0], size0, column_step,
+                                    hi + first, lo + first);
+          }
+        }
+      },
+      kCpuGrainSize);
+  return {iter.output(), round_column_sums(sums, bias.scalar_type())};
+}
+
 }  // namespace
 
 TORCH_LIBRARY(gelu_ext, m) {
@@ -225,7 +310,7 @@ TORCH_LIBRARY(gelu_ext, m) {
   // gelu(input + bias), bias 1-D over the last dimension; the sum is formed in double.
   m.def("bias_gelu(Tensor input, Tensor bias, str approximate=\"none\") -> Tensor");
   // (grad_input, grad_bias): grad_output * gelu'(input + bias), and that summed over all but the
-  // last dimension.
+  // last dimension (on the CPU in double, compensated for float64, and rounded once).
   m.def("bias_gelu_backward(Tensor grad_output, Tensor input, Tensor bias, "
         "str approximate=\"none\") -> (Tensor, Tensor)");
   // gelu(gate) * up, for same-shape gate and up (views such as h.chunk(2, -1) need no copy).
@@ -246,7 +331,7 @@ TORCH_LIBRARY_IMPL(gelu_ext, CPU, m) {
   m.impl("gelu_backward", &gelu_backward_op<run_cpu>);
   m.impl("gelu_double_backward", &gelu_double_backward_op<run_cpu>);
   m.impl("bias_gelu", &bias_gelu_op<run_cpu>);
-  m.impl("bias_gelu_backward", &bias_gelu_backward_op<run_cpu>);
+  m.impl("bias_gelu_backward", &bias_gelu_backward_cpu);
   m.impl("geglu", &geglu_op<run_cpu>);
   m.impl("geglu_backward", &geglu_backward_op<run_cpu>);
   m.impl("geglu_packed", &geglu_packed_op<run_cpu>);

@@ -37,7 +37,8 @@ at::TensorIterator geglu_packed_backward_iter(const at::Tensor& grad_output, con
                                               at::Tensor& grad_h);
 
 // grad_input summed over all but the last dimension, accumulated in float (double for float64)
-// and returned in grad_input's dtype, which is the bias's (checked with the inputs).
+// and returned in grad_input's dtype, which is the bias's (checked with the inputs): the CUDA bias
+// gradient. The CPU sums the rows as it writes them (ops.cpp).
 at::Tensor sum_to_bias(const at::Tensor& grad_input);
 
 // A backend runs one pass over an iterator built above.

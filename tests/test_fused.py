@@ -1,13 +1,15 @@
 """Fused bias-GELU and GEGLU: values against float64 references, gradients to second order,
 layouts (chunked views without copies), errors, opcheck, torch.compile and vmap."""
 
+from fractions import Fraction
+
 import pytest
 import torch
 from conftest import CORRECTLY_ROUNDED, FLOAT_DTYPES, assert_ulps
 from torch.autograd import gradcheck, gradgradcheck
 
 import gelu_ext
-from gelu_ext.reference import mp_reference, torch_reference, ulp_error
+from gelu_ext.reference import mp_reference, torch_reference, ulp, ulp_error
 
 ops = torch.ops.gelu_ext
 ULPS = {torch.float32: 1.0, torch.float16: CORRECTLY_ROUNDED, torch.bfloat16: CORRECTLY_ROUNDED,
@@ -58,11 +60,58 @@ def test_bias_gelu_backward_values(device, approximate, dtype):
     # of grad * f'(z).
     away = (z + 0.7518).abs() > 0.05 if approximate == "none" else z.abs() >= 0
     assert ulp_error(grad_input.cpu()[away], expected[away], dtype).max() <= GRAD_ULPS[dtype]
-    # grad_bias sums grad_input over the rows, accumulated in float (double for float64).
-    expected_bias = grad_input.cpu().double().sum(0)
-    tol = {torch.float64: 1e-12, torch.float32: 1e-5}.get(dtype, 1e-2)
-    torch.testing.assert_close(grad_bias.cpu().double(), expected_bias, rtol=tol, atol=tol)
-    assert grad_bias.dtype == b.dtype and grad_bias.shape == b.shape
+    assert_sums_rows(grad_bias, grad_input)
+
+
+def assert_sums_rows(grad_bias, grad_input):
+    """grad_bias is the exact sum of grad_input's rows, rounded once, give or take the error of
+    the accumulation: on the CPU a double sum (compensated for float64), within n u^2 sum|v| of
+    the exact one for float64 and n u sum|v| otherwise (u = 2^-53, n rows); on CUDA ATen's sum,
+    accumulated in float (double for float64)."""
+    assert grad_bias.dtype == grad_input.dtype and grad_bias.shape == grad_input.shape[-1:]
+    rows = grad_input.cpu().double().reshape(-1, grad_input.shape[-1])
+    n = rows.shape[0]
+    exact = [sum((Fraction(v) for v in column), Fraction(0)) for column in rows.t().tolist()]
+    magnitude = rows.abs().sum(0)
+    if grad_input.device.type == "cpu":
+        unit = n * 2.0**-106 if grad_input.dtype == torch.float64 else 2.0**-53
+    else:
+        unit = 2.0**-53 if grad_input.dtype == torch.float64 else 2.0**-24
+    slack = n * unit * magnitude
+    half_ulp = 0.5 * ulp(torch.tensor([float(e) for e in exact], dtype=torch.float64),
+                         grad_input.dtype)
+    got = grad_bias.cpu().double().tolist()
+    for c, (g, e) in enumerate(zip(got, exact)):
+        error = float(abs(Fraction(g) - e))
+        assert error <= half_ulp[c] + slack[c], (
+            f"grad_bias[{c}] = {g!r}, exact row sum {float(e)!r}: error {error:.3g} > "
+            f"{half_ulp[c].item():.3g} + {slack[c].item():.3g}")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bias_gradient_of_non_finite_gradients(device, dtype):
+    # Columns holding +inf, -inf, both, and NaN sum to +inf, -inf, NaN and NaN, as ATen's sum does.
+    x, b = randn(300, 6, dtype=dtype, device=device), randn(6, dtype=dtype, device=device, seed=1)
+    grad = randn(300, 6, dtype=dtype, device=device, seed=2).abs() + 1
+    grad[7, 0] = grad[200, 2] = float("inf")
+    grad[9, 1] = grad[100, 2] = float("-inf")
+    grad[150, 3] = float("nan")
+    grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, "none")
+    torch.testing.assert_close(grad_bias.cpu().double(), grad_input.cpu().double().sum(0),
+                               rtol=1e-2, atol=0, equal_nan=True)
+    assert grad_bias[:4].isinf().tolist() == [True, True, False, False]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bias_gradient_over_many_rows(device, dtype):
+    # Rows split between threads mid-row (4099 x 37 is not a multiple of the parallel grain),
+    # and a transposed layout, whose blocks run down the columns.
+    for x in [randn(4099, 37, dtype=dtype, device=device), randn(37, 700, dtype=dtype,
+                                                                 device=device).t()]:
+        b = randn(x.shape[-1], dtype=dtype, device=device, seed=1)
+        grad = randn(*x.shape, dtype=dtype, device=device, seed=2, scale=1.0)
+        grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, "none")
+        assert_sums_rows(grad_bias, grad_input)
 
 
 def test_bias_gelu_is_not_rounded_before_the_gelu(device):

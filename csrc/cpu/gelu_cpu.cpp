@@ -10,10 +10,12 @@ namespace gelu_ext {
 namespace cpu {
 
 using RunLoop = void (*)(Pass, Approximate, DType, char**, const int64_t*, int64_t, int64_t);
+using AddToColumnSums = void (*)(DType, const char*, int64_t, int64_t, int64_t, double*, double*);
 
 #define GELU_DECLARE_ISA(isa) \
   namespace isa {             \
   void run_loop(Pass, Approximate, DType, char**, const int64_t*, int64_t, int64_t); \
+  void add_to_column_sums(DType, const char*, int64_t, int64_t, int64_t, double*, double*); \
   }
 GELU_DECLARE_ISA(portable)
 #if defined(__x86_64__) || defined(_M_X64)
@@ -27,6 +29,7 @@ namespace {
 struct Choice {
   const char* name;
   RunLoop run;
+  AddToColumnSums add_to_column_sums;
 };
 
 bool supported(const char* isa) {
@@ -46,10 +49,10 @@ bool supported(const char* isa) {
 Choice choose() {
   const Choice choices[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-      {"avx512", avx512::run_loop},
-      {"avx2", avx2::run_loop},
+      {"avx512", avx512::run_loop, avx512::add_to_column_sums},
+      {"avx2", avx2::run_loop, avx2::add_to_column_sums},
 #endif
-      {"portable", portable::run_loop},
+      {"portable", portable::run_loop, portable::add_to_column_sums},
   };
   const char* forced = std::getenv("GELU_EXT_CPU_ISA");
   for (const Choice& c : choices) {
@@ -58,7 +61,7 @@ Choice choose() {
     if (forced && *forced)
       std::fprintf(stderr, "gelu_ext: GELU_EXT_CPU_ISA=%s is not supported by this CPU\n", forced);
   }
-  return Choice{"portable", portable::run_loop};
+  return Choice{"portable", portable::run_loop, portable::add_to_column_sums};
 }
 
 const Choice& chosen() {
@@ -71,6 +74,11 @@ const Choice& chosen() {
 void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
               const int64_t* strides, int64_t size0, int64_t size1) {
   chosen().run(pass, approximate, dtype, data, strides, size0, size1);
+}
+
+void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t n,
+                        int64_t column_step, double* hi, double* lo) {
+  chosen().add_to_column_sums(dtype, values, stride, n, column_step, hi, lo);
 }
 
 const char* isa() { return chosen().name; }

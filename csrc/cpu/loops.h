@@ -275,6 +275,65 @@ struct Kernel {
   }
 };
 
+// Bias gradients: adds n values of type T (byte stride `stride`) to running column sums, value i
+// to column i * column_step (column_step 1, or 0 where the block runs down one column). float64
+// values are summed with their rounding errors kept in lo (a compensated sum); the others in plain
+// double, whose rounding errors lie far below the final rounding to T.
+template <class L, class T>
+struct ColumnSums {
+  static constexpr bool kCompensated = std::is_same<T, double>::value;
+  static constexpr int kWidth = L::kWidth;
+
+  template <class V>
+  static void add(V value, V& hi, V& lo) {
+    if constexpr (kCompensated) {
+      const math::DD<V> sum = math::two_sum(hi, value);
+      hi = sum.hi;
+      lo = lo + sum.lo;
+    } else {
+      hi = hi + value;
+    }
+  }
+
+  static void run(const char* values, int64_t stride, int64_t n, int64_t column_step, double* hi,
+                  double* lo) {
+    int64_t i = 0;
+    if (stride == sizeof(T) && column_step == 1) {
+      const T* v = reinterpret_cast<const T*>(values);
+      for (; i + kWidth <= n; i += kWidth) {
+        typename L::V h = L::load(hi + i), l = kCompensated ? L::load(lo + i) : h;
+        add(L::load(v + i), h, l);
+        L::store(hi + i, h);
+        if (kCompensated) L::store(lo + i, l);
+      }
+    }
+    // The rest, and every element of other layouts, converted a vector's worth at a time.
+    for (; i < n; i += kWidth) {
+      const int64_t count = n - i < kWidth ? n - i : kWidth;
+      T v[kWidth] = {};
+      for (int64_t e = 0; e < count; ++e) std::memcpy(&v[e], values + (i + e) * stride, sizeof(T));
+      double value[kWidth];
+      L::store(value, L::load(v));
+      for (int64_t e = 0; e < count; ++e) {
+        add(value[e], hi[(i + e) * column_step], lo[(i + e) * column_step]);
+      }
+    }
+  }
+};
+
+template <class L>
+void column_sums(DType dtype, const char* values, int64_t stride, int64_t n, int64_t column_step,
+                 double* hi, double* lo) {
+  switch (dtype) {
+    case DType::kFloat32: return ColumnSums<L, float>::run(values, stride, n, column_step, hi, lo);
+    case DType::kFloat64: return ColumnSums<L, double>::run(values, stride, n, column_step, hi, lo);
+    case DType::kFloat16:
+      return ColumnSums<L, Float16>::run(values, stride, n, column_step, hi, lo);
+    case DType::kBFloat16:
+      return ColumnSums<L, BFloat16>::run(values, stride, n, column_step, hi, lo);
+  }
+}
+
 template <class L, Approximate A, class T>
 void run_typed(Pass pass, char** data, const int64_t* strides, int64_t size0, int64_t size1) {
   switch (pass) {
