@@ -782,14 +782,14 @@ constexpr float kTanhC3Hi = 0.07135481387376785f, kTanhC3Lo = 2.3988324659995897
 constexpr float kTanh3C3Hi = 0.21406444907188416f, kTanh3C3Lo = -2.540834209696641e-10f;
 constexpr float kSigmoidFloatHi = 1.7020000219345093f, kSigmoidFloatLo = -2.1934509319976314e-08f;
 
-// c1 + c x^2 as a float pair, x^2 = x2 + x2_lo, c = c_hi + c_lo: tanh's s/x (c = c3) or s'
-// (c = 3 c3), to far below an ulp.
-template <class F>
-GELU_HD DD<F> tanh_polynomial_pair(float c_hi, float c_lo, F x2, F x2_lo) {
+// c1 + c x^2 as a pair, x^2 = x2 + x2_lo, c1 and c pairs in the lanes' precision C: tanh's s/x
+// (c = c3) or s' (c = 3 c3), to far below an ulp.
+template <class F, class C>
+GELU_HD DD<F> tanh_polynomial_pair(C c1_hi, C c1_lo, C c_hi, C c_lo, F x2, F x2_lo) {
   const F cx2 = F(c_hi) * x2;
   const F cx2_lo = fma(F(c_hi), x2, -cx2) + fma(F(c_hi), x2_lo, F(c_lo) * x2);
-  const DD<F> sum = two_sum(F(kTanhC1Hi), cx2);
-  return DD<F>{sum.hi, sum.lo + (F(kTanhC1Lo) + cx2_lo)};
+  const DD<F> sum = two_sum(F(c1_hi), cx2);
+  return DD<F>{sum.hi, sum.lo + (F(c1_lo) + cx2_lo)};
 }
 
 // tanh and sigmoid: s = x w(x) carried as s_hi + s_lo, so that exp(-|s|) sees its argument to
@@ -800,7 +800,7 @@ GELU_HD void narrow_gate(F xc, Bounded<F>& f, Bounded<F>& d1) {
   F ds;
   if (A == Approximate::kTanh) {
     const F x2 = xc * xc, x2_lo = fma(xc, xc, -x2);
-    w = tanh_polynomial_pair(kTanhC3Hi, kTanhC3Lo, x2, x2_lo);
+    w = tanh_polynomial_pair(kTanhC1Hi, kTanhC1Lo, kTanhC3Hi, kTanhC3Lo, x2, x2_lo);
     ds = fma(F(3.0f * kTanhC3Hi), x2, F(kTanhC1Hi));
   } else {
     w = DD<F>{F(kSigmoidFloatHi), F(kSigmoidFloatLo)};
@@ -1227,28 +1227,49 @@ GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
 }
 
 // The gated forms, f = x p with p = sigmoid(s(x)), q = 1 - p: the gate p and the slope
-// f' = p + x s' p q, for |x| < kSingleCoreGate. s = x w(x) and s' are carried as pairs to far
-// below an ulp; e = exp(-|s|), then 1/(1 + e) by a correctly rounded division and one
-// correction, p and q from e/(1 + e) and 1/(1 + e). Each pair has a relative error near 2^-28,
-// and f' one near 2^-27 of its larger term.
-constexpr float kSingleCoreGate = 9.0f;  // |s| <= 66.4 (tanh): e = exp(-|s|) is a normal float
+// f' = p + x s' p q, in float lanes or (kFloat64) double lanes. s = x w(x) and s' are carried as
+// pairs to far below an ulp; e = exp(-|s|), then 1/(1 + e) by a correctly rounded division and
+// one correction, p and q from e/(1 + e) and 1/(1 + e). Each pair has a relative error near 2^-28
+// (float) or 2^-57 (double), and f' one near 2^-27 or 2^-56 of its larger term. Core domains keep
+// e and its low part normal: |s| <= 66.4 (float), |s| <= 647 (double).
+constexpr float kSingleCoreGate = 9.0f;
+constexpr double kSingleCoreTanhF64 = 20.0, kSingleCoreSigmoidF64 = 380.0;
 
-template <Approximate A, int kWant, bool kPair, class F>
+// exp(a + a_lo) as a pair, for the arguments of the core domains.
+template <bool kFloat64, class F>
+GELU_HD DD<F> single_gate_exp(F a, F a_lo) {
+  if constexpr (kFloat64) {
+    const ScaledDD<F> e = exp_dd(DD<F>{a, a_lo});
+    return scale_pow2(e.m, e.k);
+  } else {
+    return single_exp(a, a_lo);
+  }
+}
+
+template <Approximate A, int kWant, bool kPair, bool kFloat64, class F>
 GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
+  // The constants as pairs in the lanes' precision.
+  using C = typename std::conditional<kFloat64, double, float>::type;
+  constexpr C c1_hi = kFloat64 ? kTanhS1Hi : kTanhC1Hi, c1_lo = kFloat64 ? kTanhS1Lo : kTanhC1Lo;
+  constexpr C c3_hi = kFloat64 ? kTanhS3Hi : kTanhC3Hi, c3_lo = kFloat64 ? kTanhS3Lo : kTanhC3Lo;
+  constexpr C c3x3_hi = kFloat64 ? kTanhS3x3Hi : kTanh3C3Hi;
+  constexpr C c3x3_lo = kFloat64 ? kTanhS3x3Lo : kTanh3C3Lo;
+  constexpr C sigmoid_hi = kFloat64 ? kSigmoidHi : kSigmoidFloatHi;
+  constexpr C sigmoid_lo = kFloat64 ? kSigmoidLo : kSigmoidFloatLo;
   DD<F> w, ds;  // s = x w, and s'
   if (A == Approximate::kTanh) {
     const F x2 = x * x, x2_lo = fma(x, x, -x2);
-    w = tanh_polynomial_pair(kTanhC3Hi, kTanhC3Lo, x2, x2_lo);
-    ds = tanh_polynomial_pair(kTanh3C3Hi, kTanh3C3Lo, x2, x2_lo);
+    w = tanh_polynomial_pair(c1_hi, c1_lo, c3_hi, c3_lo, x2, x2_lo);
+    ds = tanh_polynomial_pair(c1_hi, c1_lo, c3x3_hi, c3x3_lo, x2, x2_lo);
   } else {
-    w = DD<F>{F(kSigmoidFloatHi), F(kSigmoidFloatLo)};
+    w = DD<F>{F(sigmoid_hi), F(sigmoid_lo)};
     ds = w;
   }
   const F s_hi = x * w.hi;
   F s_lo = fma(x, w.hi, -s_hi) + x * w.lo;
   if (kPair) s_lo = fma(x_lo, ds.hi, s_lo);           // s(x + x_lo) = s(x) + s'(x) x_lo
   const auto nonnegative = s_hi >= F(0.0f);
-  DD<F> e = single_exp(-fabs(s_hi), select(nonnegative, -s_lo, s_lo));
+  DD<F> e = single_gate_exp<kFloat64>(-fabs(s_hi), select(nonnegative, -s_lo, s_lo));
   e = fast_two_sum(e.hi, e.lo);  // normalized: the division's correction is first-order in e.lo
   const F d = F(1.0f) + e.hi, d_lo = ((F(1.0f) - d) + e.hi) + e.lo;  // 1 + e = d + d_lo
   const F q0 = F(1.0f) / d;
@@ -1261,7 +1282,7 @@ GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
     xds.lo = fma(x, ds.lo, xds.lo);
     if (kPair) xds.lo = fma(x_lo, ds.hi, xds.lo);
     if (kPair && A == Approximate::kTanh) {  // + x s'' x_lo, s'' = 6 c3 x
-      xds.lo = fma(F(6.0f * kTanhC3Hi) * (x * x), x_lo, xds.lo);
+      xds.lo = fma(F(C(6) * c3_hi) * (x * x), x_lo, xds.lo);
     }
     const DD<F> term = single_product(xds, single_product(small, inv));  // x s' p q
     const DD<F> sum = two_sum(r.gate.hi, term.hi);
@@ -1283,67 +1304,89 @@ GELU_HD DD<F> single_pair_times(F a, F a_lo, DD<F> b) {
   return DD<F>{hi, fma(a, b.hi, -hi) + fma(a_lo, b.hi, a * b.lo)};
 }
 
-template <Approximate A, int kWant, bool kPair, class F>
+template <Approximate A, int kWant, bool kPair, bool kFloat64, class F>
 GELU_HD SingleParts<F> single_parts(F x, F x_lo) {
+  static_assert(!kFloat64 || A != Approximate::kNone, "float64: gated forms only");
   if constexpr (A == Approximate::kNone) return single_exact<kWant, kPair>(x, x_lo);
-  else return single_gate<A, kWant, kPair>(x, x_lo);
+  else return single_gate<A, kWant, kPair, kFloat64>(x, x_lo);
 }
 
 // Error 0 where the single path holds: the argument in the core domain (false for NaN).
-template <Approximate A, class F>
+template <Approximate A, bool kFloat64, class F>
 GELU_HD F single_domain_error(F x) {
-  constexpr float kCore = A == Approximate::kNone ? kSingleCore : kSingleCoreGate;
+  constexpr double kCore = A == Approximate::kNone ? kSingleCore
+                           : !kFloat64               ? kSingleCoreGate
+                           : A == Approximate::kTanh ? kSingleCoreTanhF64
+                                                     : kSingleCoreSigmoidF64;
   return select(fabs(x) < F(kCore), F(0.0f), F(__builtin_huge_valf()));
 }
 
 // A result formed from more than x alone (a gradient, a bias, up): error 0 where its magnitude
-// lies in (2^-100, inf). Zeros (whose sign a sum of products may lose), results near the
-// subnormals (where the low parts' roundings are no longer relative) and inf or NaN (from
-// infinite operands or overflow) go to the double path.
-template <class F>
+// lies in (2^-100, inf) (double lanes: (2^-900, inf)). Zeros (whose sign a sum of products may
+// lose), results near the subnormals (where the low parts' roundings are no longer relative) and
+// inf or NaN (from infinite operands or overflow) go to the double path.
+template <bool kFloat64, class F>
 GELU_HD Bounded<F> single_result(F value, F domain_error) {
+  constexpr double kSmallest = kFloat64 ? 0x1p-900 : 0x1p-100;
   const F magnitude = fabs(value), inf = F(__builtin_huge_valf());
-  const F error = select(magnitude > F(0x1p-100f), select(magnitude < inf, F(0.0f), inf), inf);
+  const F error = select(magnitude > F(kSmallest), select(magnitude < inf, F(0.0f), inf), inf);
   return Bounded<F>{value, domain_error + error};
 }
 
-// The passes the single path serves (every variant); the double backward takes the double path.
-template <Pass P>
+// The passes the single path serves. float32: every variant, and every pass but the double
+// backward. float64: the gated forms (the exact form's double path is as fast), and the passes
+// whose argument is an input (the double path rounds x + b to double, and results stay those of
+// the rounded sum).
+template <Pass P, Approximate A, bool kFloat64>
 constexpr bool has_single_path() {
-  return P != Pass::kDoubleBackward;
+  if (!kFloat64) return P != Pass::kDoubleBackward;
+  return A != Approximate::kNone && (P == Pass::kForward || P == Pass::kBackward ||
+                                     P == Pass::kGegluForward || P == Pass::kGegluBackward);
 }
 
-template <Pass P, Approximate A>
+template <Pass P, Approximate A, bool kFloat64 = false>
 struct SinglePassMath {
+  template <int kWant, bool kPair, class F>
+  GELU_HD static SingleParts<F> parts(F x, F x_lo) {
+    return single_parts<A, kWant, kPair, kFloat64>(x, x_lo);
+  }
+  template <class F>
+  GELU_HD static F domain(F x) {
+    return single_domain_error<A, kFloat64>(x);
+  }
+  template <class F>
+  GELU_HD static Bounded<F> result(F value, F domain_error) {
+    return single_result<kFloat64>(value, domain_error);
+  }
+
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
     if constexpr (P == Pass::kForward) {
-      const SingleParts<F> g = single_parts<A, kF, false>(in[0], F(0.0f));
-      out[0] = Bounded<F>{single_times(in[0], g.gate), single_domain_error<A>(in[0])};
+      const SingleParts<F> g = parts<kF, false>(in[0], F(0.0f));
+      out[0] = Bounded<F>{single_times(in[0], g.gate), domain(in[0])};
     } else if constexpr (P == Pass::kBackward) {
-      const SingleParts<F> g = single_parts<A, kD1, false>(in[1], F(0.0f));
-      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(in[1]));
+      const SingleParts<F> g = parts<kD1, false>(in[1], F(0.0f));
+      out[0] = result(single_times(in[0], g.slope), domain(in[1]));
     } else if constexpr (P == Pass::kBiasForward) {
       const DD<F> z = two_sum(in[0], in[1]);  // x + b exactly
-      const SingleParts<F> g = single_parts<A, kF, true>(z.hi, z.lo);
+      const SingleParts<F> g = parts<kF, true>(z.hi, z.lo);
       const DD<F> f = single_pair_times(z.hi, z.lo, g.gate);
-      out[0] = single_result(f.hi + f.lo, single_domain_error<A>(z.hi));
+      out[0] = result(f.hi + f.lo, domain(z.hi));
     } else if constexpr (P == Pass::kBiasBackward) {
       const DD<F> z = two_sum(in[1], in[2]);
-      const SingleParts<F> g = single_parts<A, kD1, true>(z.hi, z.lo);
-      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(z.hi));
+      const SingleParts<F> g = parts<kD1, true>(z.hi, z.lo);
+      out[0] = result(single_times(in[0], g.slope), domain(z.hi));
     } else if constexpr (P == Pass::kGegluForward) {
-      const SingleParts<F> g = single_parts<A, kF, false>(in[0], F(0.0f));
+      const SingleParts<F> g = parts<kF, false>(in[0], F(0.0f));
       const DD<F> f = single_pair_times(in[0], F(0.0f), g.gate);
-      out[0] = single_result(single_times(in[1], f), single_domain_error<A>(in[0]));
+      out[0] = result(single_times(in[1], f), domain(in[0]));
     } else if constexpr (P == Pass::kGegluBackward) {
-      const SingleParts<F> g = single_parts<A, kF | kD1, false>(in[1], F(0.0f));
-      const F domain = single_domain_error<A>(in[1]);
+      const SingleParts<F> g = parts<kF | kD1, false>(in[1], F(0.0f));
+      const F in_domain = domain(in[1]);
       const DD<F> grad_up = two_prod(in[0], in[2]);
       const DD<F> dgate = single_pair_times(grad_up.hi, grad_up.lo, g.slope);
-      out[0] = single_result(dgate.hi + dgate.lo, domain);
-      out[1] = single_result(single_times(in[0], single_pair_times(in[1], F(0.0f), g.gate)),
-                                     domain);
+      out[0] = result(dgate.hi + dgate.lo, in_domain);
+      out[1] = result(single_times(in[0], single_pair_times(in[1], F(0.0f), g.gate)), in_domain);
     }
   }
 };

@@ -48,6 +48,15 @@ def binade_samples(dtype, per_binade=64, seed=0):
     return torch.cat([positive, -positive])
 
 
+def single_path_edges_f64():
+    """float64 inputs at the edges of the CPU single path's domains (|x| < 20 for tanh, < 380 for
+    sigmoid, gelu_math.h) and a step either side, where the kernels switch paths."""
+    edges = torch.tensor([20.0, 380.0], dtype=torch.float64)
+    edges = torch.cat([edges, edges.nextafter(torch.zeros(2, dtype=torch.float64)),
+                       edges.nextafter(torch.full((2,), 1e3, dtype=torch.float64))])
+    return torch.cat([edges, -edges, torch.linspace(-400, 400, 81, dtype=torch.float64)])
+
+
 def assert_ulps(y, ref, bound, what, x=None):
     """Every element of y within `bound` ulps of the float64 reference."""
     from gelu_ext.reference import ulp_error

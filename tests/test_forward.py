@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import (CORRECTLY_ROUNDED, FLOAT_DTYPES, HALF_DTYPES, all_values, assert_ulps,
-                      binade_samples)
+                      binade_samples, single_path_edges_f64)
 
 import gelu_ext
 from gelu_ext.reference import mp_reference, torch_reference, ulp
@@ -41,6 +41,7 @@ def test_forward_float64_against_mpmath(device, approximate):
     x = torch.cat([
         binade_samples(torch.float64, per_binade=1)[::8],
         torch.linspace(-40, 10, 401, dtype=torch.float64),
+        single_path_edges_f64(),
     ])
     x = x[x.abs() < 1e300]  # beyond, f(x) is trivially x or -0; tested below
     y = gelu_ext.gelu(x.to(device), approximate).cpu()

@@ -56,6 +56,11 @@ struct Lanes {
   using Narrow = NarrowLanes;
   static constexpr int kWidth = 1;
 
+  // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.
+  using F = double;
+  static double round(const double*, double v) { return v; }
+  static uint32_t unsure(const double*, double a, double b) { return a != b; }
+
   static double load(const double* p) { return *p; }
   static double load(const float* p) { return *p; }
   static double load(const Float16* p) { return c10::detail::fp16_ieee_to_fp32_value(p->bits); }

@@ -58,18 +58,21 @@ struct NarrowTables {
 template <class L, Pass P, Approximate A, class T>
 struct Kernel {
   static constexpr bool kFloat64 = std::is_same<T, double>::value;
-  // float32 data of the passes with a single path, and 16-bit data of those with a narrow path,
-  // run in float lanes with an error bound per result (gelu_math.h).
-  static constexpr bool kSingle = std::is_same<T, float>::value && math::has_single_path<P>();
+  // float32 and float64 data of the passes with a single path, in float or double lanes, and
+  // 16-bit data of those with a narrow path, in float lanes: an error bound per result
+  // (gelu_math.h).
+  static constexpr bool kSingle = (std::is_same<T, float>::value || kFloat64) &&
+                                  math::has_single_path<P, A, kFloat64>();
   static constexpr bool kNarrow = kSingle || ((std::is_same<T, Float16>::value ||
                                                std::is_same<T, BFloat16>::value) &&
                                               math::has_narrow_path<P>());
   using M = math::PassMath<P, A, kFloat64>;
-  using NM = typename std::conditional<kSingle, math::SinglePassMath<P, A>,
+  using NM = typename std::conditional<kSingle, math::SinglePassMath<P, A, kFloat64>,
                                        math::NarrowPassMath<P, A>>::type;
-  using N = typename L::Narrow;
+  using N = typename std::conditional<kFloat64, L, typename L::Narrow>::type;
   static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
-  // Elements per step: float lanes for the narrow and single paths, double lanes otherwise.
+  // Elements per step: float lanes for the narrow and single paths of float32 and 16-bit data,
+  // double lanes otherwise.
   static constexpr int kWidth = kNarrow ? N::kWidth : L::kWidth;
 
   // Elements whose narrow result failed its rounding test (or that lie outside the single

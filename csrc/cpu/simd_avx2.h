@@ -220,6 +220,13 @@ struct Lanes {
   using Narrow = NarrowLanes;
   static constexpr int kWidth = 4;
 
+  // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.
+  using F = Vec;
+  GELU_SIMD static Vec round(const double*, Vec v) { return v; }
+  GELU_SIMD static uint32_t unsure(const double*, Vec a, Vec b) {
+    return static_cast<uint32_t>(_mm256_movemask_pd(_mm256_cmp_pd(a.v, b.v, _CMP_NEQ_UQ)));
+  }
+
   GELU_SIMD static Vec load(const double* p) { return Vec(_mm256_loadu_pd(p)); }
   GELU_SIMD static Vec load(const float* p) { return Vec(_mm256_cvtps_pd(_mm_loadu_ps(p))); }
   GELU_SIMD static Vec load(const Float16* p) {
