@@ -1235,15 +1235,50 @@ GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
 constexpr float kSingleCoreGate = 9.0f;
 constexpr double kSingleCoreTanhF64 = 20.0, kSingleCoreSigmoidF64 = 380.0;
 
+// 2^(j/16), j = 0 .. 15, as double pairs hi + lo (mpmath), and the Taylor coefficients of
+// (e^r - 1 - r) / r^2 through r^5/7!: on |r| <= ln2/32 their truncation error is 2^-59.5 of e^r.
+GELU_COEFFICIENTS(kSingleExp2HiF64, 1.0, 1.0442737824274138, 1.0905077326652577,
+                  1.1387886347566916, 1.189207115002721, 1.241857812073484, 1.2968395546510096,
+                  1.3542555469368927, 1.4142135623730951, 1.4768261459394993, 1.5422108254079407,
+                  1.6104903319492543, 1.681792830507429, 1.7562521603732995, 1.8340080864093424,
+                  1.9152065613971474)
+GELU_COEFFICIENTS(kSingleExp2LoF64, 0.0, 8.551889705537965e-17, -3.046782079812471e-17,
+                  8.912812676025408e-17, 3.982015231465646e-17, 4.658027591836937e-17,
+                  2.5382502794888315e-17, 7.70094837980299e-17, -9.667293313452913e-17,
+                  -3.483994556892796e-17, 7.949834809697621e-17, 2.4707192569797888e-17,
+                  8.199010020581497e-17, 2.960140695448873e-17, 3.283107224245627e-17,
+                  -1.0619946056195963e-16)
+GELU_COEFFICIENTS(kSingleExpPolyF64, 0.5, 0.16666666666666666, 0.041666666666666664,
+                  0.008333333333333333, 0.001388888888888889, 0.0001984126984126984)
+
+// exp(a + a_lo) as a double pair, relative error near 2^-57.5, for a in [-700, 0] and |a_lo| <=
+// 2^-40: a = (16 m + j) ln2/16 + r, |r| <= ln2/32, the result 2^m (2^(j/16) (1 + expm1(r))).
+// Other a (and NaN) are taken as -700, so that every lane's table row is in range (the results
+// there, outside the core domains, are redone by the double path).
+template <class F>
+GELU_HD DD<F> single_exp_f64(F a, F a_lo) {
+  constexpr double k16OverLn2 = 23.083120654223414;
+  a = select(a >= F(-700.0), a, F(-700.0));
+  constexpr double kLn2Over16Hi = 0.04332169878489367;    // 38 significant bits: k * hi is exact
+  constexpr double kLn2Over16Lo = 1.0291218489310676e-13;  // ln2/16 - hi
+  const F k = fma(a, F(k16OverLn2), F(kRoundToInteger)) - F(kRoundToInteger);
+  F r = fma(k, F(-kLn2Over16Hi), a);                        // exact
+  r = fma(k, F(-kLn2Over16Lo), r) + a_lo;
+  // m = floor(k / 16): k / 16 - 15/32 is never halfway between integers, so rounding it is exact.
+  const F m = (fma(k, F(0.0625), F(-15.0 / 32.0)) + F(kRoundToInteger)) - F(kRoundToInteger);
+  const auto row = table_row(fma(m, F(-16.0), k));  // j = k - 16 m, in [0, 15]
+  const F expm1_r = fma(r * r, horner(r, GELU_TABLE(kSingleExpPolyF64)), r);
+  const F hi = table_entry(GELU_TABLE(kSingleExp2HiF64), row);
+  const F lo = fma(hi, expm1_r, table_entry(GELU_TABLE(kSingleExp2LoF64), row));
+  const F scale = m + F(kRoundToInteger);
+  return DD<F>{times_pow2(hi, scale), times_pow2(lo, scale)};
+}
+
 // exp(a + a_lo) as a pair, for the arguments of the core domains.
 template <bool kFloat64, class F>
 GELU_HD DD<F> single_gate_exp(F a, F a_lo) {
-  if constexpr (kFloat64) {
-    const ScaledDD<F> e = exp_dd(DD<F>{a, a_lo});
-    return scale_pow2(e.m, e.k);
-  } else {
-    return single_exp(a, a_lo);
-  }
+  if constexpr (kFloat64) return single_exp_f64(a, a_lo);
+  else return single_exp(a, a_lo);
 }
 
 template <Approximate A, int kWant, bool kPair, bool kFloat64, class F>
