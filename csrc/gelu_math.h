@@ -401,39 +401,12 @@ GELU_HD DD<V> scale_pow2(DD<V> y, V k) {
   return DD<V>{scale_pow2(y.hi, k), scale_pow2(y.lo, k)};
 }
 
-// exp(a) for a <= 0 as m 2^k, m a double-double in [0.7, 1.5] with relative error below 2^-59.
-// a below -800 (where exp(a) is far below the smallest subnormal) is taken as -800.
+// exp(a) as m 2^k (exp_dd, below): m a double-double, k an integer.
 template <class V>
 struct ScaledDD {
   DD<V> m;
   V k;  // an integer
 };
-// e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35: P, relative error of e^r 2^-59.8.
-GELU_COEFFICIENTS(kExpPolyF64, 0.16666666666666669, 0.041666666666666664, 0.008333333333329796,
-                  0.0013888888888886363, 0.00019841269864364933, 2.4801587318080937e-05,
-                  2.7557266442353424e-06, 2.7557281528710364e-07, 2.5101335854788522e-08,
-                  2.0911915299044694e-09)
-template <class V>
-GELU_HD ScaledDD<V> exp_dd(DD<V> a) {
-  constexpr double kLog2e = 1.4426950408889634074;
-  constexpr double kLn2Hi = 0.69314718055994528623;     // ln2 rounded to double
-  constexpr double kLn2Lo = 2.3190468138462996154e-17;  // ln2 - kLn2Hi
-  a = select(a.hi < V(-800.0), dd(V(-800.0)), a);
-  const V k = fma(a.hi, V(kLog2e), V(kRoundToInteger)) - V(kRoundToInteger);
-  // r = a - k ln2 as a double-double; the first step is exact, the rest is far below ulp(r_hi).
-  const DD<V> r = two_sum(fma(k, V(-kLn2Hi), a.hi), fma(k, V(-kLn2Lo), a.lo));
-  // e^r = 1 + r + r^2/2 + r^3 P(r): the first three terms in double-double, the rest (< 0.0075)
-  // in double.
-  const V p = horner(r.hi, GELU_TABLE(kExpPolyF64));
-  const DD<V> one_plus_r = fast_two_sum(V(1.0), r.hi);
-  const DD<V> half_square = two_prod(V(0.5) * r.hi, r.hi);
-  const DD<V> sum = fast_two_sum(one_plus_r.hi, half_square.hi);
-  const V rest = r.hi * half_square.hi * V(2.0) * p;
-  DD<V> m = fast_two_sum(sum.hi, sum.lo + one_plus_r.lo + half_square.lo + rest);
-  m.lo = fma(m.hi, r.lo, m.lo);  // e^(r_hi + r_lo) = e^r_hi (1 + r_lo), r_lo < 2^-40
-  return ScaledDD<V>{m, k};
-}
-
 // F(t) = R(t) (t + 1) for t in [0, 40]: 16 polynomials of degree 13 on the intervals
 // [2^(n/3) - 1, 2^((n+1)/3) - 1) (tools/fit_polynomials.py; relative error below 2^-58.9).
 // F varies by less than 2% across each interval, so only its value at the center needs
@@ -481,6 +454,55 @@ GELU_HD int table_row(double row) { return static_cast<int>(row); }
 GELU_HD double table_entry(const double (&column)[16], int row) { return column[row]; }
 GELU_HD double binary_exponent(double x) {  // floor(log2 x) for normal positive x
   return static_cast<double>(((bit_cast<int64_t>(x) >> 52) & 0x7ff) - 1023);
+}
+
+// 2^(j/16), j = 0 .. 15, as double-doubles hi + lo (tools/fit_polynomials.py, from mpmath), and
+// the Taylor coefficients of (e^r - 1 - r) / r^2 through r^5/7!: on |r| <= ln2/32 they leave
+// 2^-59.5 of e^r out.
+struct Exp2TableF64 {
+  double hi[16], lo[16];
+};
+static constexpr Exp2TableF64 kExp2F64Host = {
+    {1.0, 1.0442737824274138, 1.0905077326652577, 1.1387886347566916, 1.189207115002721,
+     1.241857812073484, 1.2968395546510096, 1.3542555469368927, 1.4142135623730951,
+     1.4768261459394993, 1.5422108254079407, 1.6104903319492543, 1.681792830507429,
+     1.7562521603732995, 1.8340080864093424, 1.9152065613971474},
+    {0.0, 8.551889705537965e-17, -3.046782079812471e-17, 8.912812676025408e-17,
+     3.982015231465646e-17, 4.658027591836937e-17, 2.5382502794888315e-17, 7.70094837980299e-17,
+     -9.667293313452913e-17, -3.483994556892796e-17, 7.949834809697621e-17,
+     2.4707192569797888e-17, 8.199010020581497e-17, 2.960140695448873e-17,
+     3.283107224245627e-17, -1.0619946056195963e-16}};
+#if defined(__CUDACC__)
+static __device__ const Exp2TableF64 kExp2F64Device = kExp2F64Host;  // global memory: lanes diverge
+#endif
+GELU_COEFFICIENTS(kExpPolyF64, 0.5, 0.16666666666666666, 0.041666666666666664,
+                  0.008333333333333333, 0.001388888888888889, 0.0001984126984126984)
+
+// exp(a) for a <= 0 as m 2^k, m a double-double in [0.98, 2.04] with relative error near
+// 2^-57.5: a = (16 k + j) ln2/16 + r, |r| <= ln2/32, m = 2^(j/16) (1 + expm1(r)). a below -800
+// (far below the smallest subnormal), and NaN, are taken as -800, so that every table row is in
+// range; callers pass NaN on through x.
+template <class V>
+GELU_HD ScaledDD<V> exp_dd(DD<V> a) {
+  constexpr double k16OverLn2 = 23.083120654223414;
+  constexpr double kLn2Over16Hi = 0.04332169878489367;    // 38 significant bits: n * hi is exact
+  constexpr double kLn2Over16Lo = 1.0291218489310676e-13;  // ln2/16 - hi
+  const auto in_range = a.hi >= V(-800.0);
+  a = DD<V>{select(in_range, a.hi, V(-800.0)), select(in_range, a.lo, V(0.0))};
+  const V n = fma(a.hi, V(k16OverLn2), V(kRoundToInteger)) - V(kRoundToInteger);
+  V r = fma(n, V(-kLn2Over16Hi), a.hi);                     // exact
+  r = fma(n, V(-kLn2Over16Lo), r) + a.lo;
+  // k = floor(n / 16): n / 16 - 15/32 is never halfway between integers, so rounding it is exact.
+  const V k = (fma(n, V(0.0625), V(-15.0 / 32.0)) + V(kRoundToInteger)) - V(kRoundToInteger);
+  const auto row = table_row(fma(k, V(-16.0), n));         // j = n - 16 k, in [0, 15]
+#if defined(__CUDA_ARCH__)
+  const Exp2TableF64& table = kExp2F64Device;
+#else
+  const Exp2TableF64& table = kExp2F64Host;
+#endif
+  const V expm1_r = fma(r * r, horner(r, GELU_TABLE(kExpPolyF64)), r);
+  const V hi = table_entry(table.hi, row);
+  return ScaledDD<V>{fast_two_sum(hi, fma(hi, expm1_r, table_entry(table.lo, row))), k};
 }
 
 template <class V>
@@ -1235,50 +1257,16 @@ GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
 constexpr float kSingleCoreGate = 9.0f;
 constexpr double kSingleCoreTanhF64 = 20.0, kSingleCoreSigmoidF64 = 380.0;
 
-// 2^(j/16), j = 0 .. 15, as double pairs hi + lo (mpmath), and the Taylor coefficients of
-// (e^r - 1 - r) / r^2 through r^5/7!: on |r| <= ln2/32 their truncation error is 2^-59.5 of e^r.
-GELU_COEFFICIENTS(kSingleExp2HiF64, 1.0, 1.0442737824274138, 1.0905077326652577,
-                  1.1387886347566916, 1.189207115002721, 1.241857812073484, 1.2968395546510096,
-                  1.3542555469368927, 1.4142135623730951, 1.4768261459394993, 1.5422108254079407,
-                  1.6104903319492543, 1.681792830507429, 1.7562521603732995, 1.8340080864093424,
-                  1.9152065613971474)
-GELU_COEFFICIENTS(kSingleExp2LoF64, 0.0, 8.551889705537965e-17, -3.046782079812471e-17,
-                  8.912812676025408e-17, 3.982015231465646e-17, 4.658027591836937e-17,
-                  2.5382502794888315e-17, 7.70094837980299e-17, -9.667293313452913e-17,
-                  -3.483994556892796e-17, 7.949834809697621e-17, 2.4707192569797888e-17,
-                  8.199010020581497e-17, 2.960140695448873e-17, 3.283107224245627e-17,
-                  -1.0619946056195963e-16)
-GELU_COEFFICIENTS(kSingleExpPolyF64, 0.5, 0.16666666666666666, 0.041666666666666664,
-                  0.008333333333333333, 0.001388888888888889, 0.0001984126984126984)
-
-// exp(a + a_lo) as a double pair, relative error near 2^-57.5, for a in [-700, 0] and |a_lo| <=
-// 2^-40: a = (16 m + j) ln2/16 + r, |r| <= ln2/32, the result 2^m (2^(j/16) (1 + expm1(r))).
-// Other a (and NaN) are taken as -700, so that every lane's table row is in range (the results
-// there, outside the core domains, are redone by the double path).
-template <class F>
-GELU_HD DD<F> single_exp_f64(F a, F a_lo) {
-  constexpr double k16OverLn2 = 23.083120654223414;
-  a = select(a >= F(-700.0), a, F(-700.0));
-  constexpr double kLn2Over16Hi = 0.04332169878489367;    // 38 significant bits: k * hi is exact
-  constexpr double kLn2Over16Lo = 1.0291218489310676e-13;  // ln2/16 - hi
-  const F k = fma(a, F(k16OverLn2), F(kRoundToInteger)) - F(kRoundToInteger);
-  F r = fma(k, F(-kLn2Over16Hi), a);                        // exact
-  r = fma(k, F(-kLn2Over16Lo), r) + a_lo;
-  // m = floor(k / 16): k / 16 - 15/32 is never halfway between integers, so rounding it is exact.
-  const F m = (fma(k, F(0.0625), F(-15.0 / 32.0)) + F(kRoundToInteger)) - F(kRoundToInteger);
-  const auto row = table_row(fma(m, F(-16.0), k));  // j = k - 16 m, in [0, 15]
-  const F expm1_r = fma(r * r, horner(r, GELU_TABLE(kSingleExpPolyF64)), r);
-  const F hi = table_entry(GELU_TABLE(kSingleExp2HiF64), row);
-  const F lo = fma(hi, expm1_r, table_entry(GELU_TABLE(kSingleExp2LoF64), row));
-  const F scale = m + F(kRoundToInteger);
-  return DD<F>{times_pow2(hi, scale), times_pow2(lo, scale)};
-}
-
 // exp(a + a_lo) as a pair, for the arguments of the core domains.
 template <bool kFloat64, class F>
 GELU_HD DD<F> single_gate_exp(F a, F a_lo) {
-  if constexpr (kFloat64) return single_exp_f64(a, a_lo);
-  else return single_exp(a, a_lo);
+  if constexpr (kFloat64) {
+    const ScaledDD<F> e = exp_dd(DD<F>{a, a_lo});
+    const F scale = e.k + F(kRoundToInteger);  // k >= -935 in the core domains: 2^k is normal
+    return DD<F>{times_pow2(e.m.hi, scale), times_pow2(e.m.lo, scale)};
+  } else {
+    return single_exp(a, a_lo);
+  }
 }
 
 template <Approximate A, int kWant, bool kPair, bool kFloat64, class F>
@@ -1305,7 +1293,8 @@ GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
   if (kPair) s_lo = fma(x_lo, ds.hi, s_lo);           // s(x + x_lo) = s(x) + s'(x) x_lo
   const auto nonnegative = s_hi >= F(0.0f);
   DD<F> e = single_gate_exp<kFloat64>(-fabs(s_hi), select(nonnegative, -s_lo, s_lo));
-  e = fast_two_sum(e.hi, e.lo);  // normalized: the division's correction is first-order in e.lo
+  // Normalized (exp_dd's pairs already are): the division's correction is first-order in e.lo.
+  if (!kFloat64) e = fast_two_sum(e.hi, e.lo);
   const F d = F(1.0f) + e.hi, d_lo = ((F(1.0f) - d) + e.hi) + e.lo;  // 1 + e = d + d_lo
   const F q0 = F(1.0f) / d;
   const DD<F> inv{q0, q0 * (fma(-d, q0, F(1.0f)) - d_lo * q0)};     // 1 / (1 + e)

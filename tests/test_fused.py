@@ -9,7 +9,7 @@ from conftest import CORRECTLY_ROUNDED, FLOAT_DTYPES, assert_ulps
 from torch.autograd import gradcheck, gradgradcheck
 
 import gelu_ext
-from gelu_ext.reference import mp_reference, torch_reference, ulp, ulp_error
+from gelu_ext.reference import derivative_scales, mp_reference, torch_reference, ulp
 
 ops = torch.ops.gelu_ext
 ULPS = {torch.float32: 1.0, torch.float16: CORRECTLY_ROUNDED, torch.bfloat16: CORRECTLY_ROUNDED,
@@ -17,6 +17,21 @@ ULPS = {torch.float32: 1.0, torch.float16: CORRECTLY_ROUNDED, torch.bfloat16: CO
 # Gradients that multiply f' by grad (and up): one more rounding in float32 and float64.
 GRAD_ULPS = {torch.float32: 2.0, torch.float16: CORRECTLY_ROUNDED,
              torch.bfloat16: CORRECTLY_ROUNDED, torch.float64: 2.0}
+
+
+def assert_gradient(got, factor, z, d1, approximate, dtype, what):
+    """got = factor * f'(z) within GRAD_ULPS, in ulps of the exact value, or for float32 and
+    float64 of |factor| (|a| + |b|) where that is larger: near the roots of f' = a + b its terms
+    cancel, and the bound applies to the larger term, as for f' itself (docs/accuracy.md).
+    16-bit results are correctly rounded everywhere."""
+    expected = factor * d1
+    magnitude = expected.abs()
+    if dtype in (torch.float32, torch.float64):
+        magnitude = torch.maximum(magnitude, factor.abs() * derivative_scales(z, approximate)[0])
+    err = ((got.cpu().double() - expected).abs() / ulp(magnitude, dtype)).flatten()
+    worst = int(err.argmax())
+    assert err[worst] <= GRAD_ULPS[dtype], (
+        f"{what} {dtype}: error {err[worst]:.3f} ulp at z={z.flatten()[worst].item()!r}")
 
 
 def exact(z, approximate, dtype):
@@ -55,11 +70,7 @@ def test_bias_gelu_backward_values(device, approximate, dtype):
     grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, approximate)
     z = x.cpu().double() + b.cpu().double()
     _, d1 = exact(z, approximate, dtype)
-    expected = grad.cpu().double() * d1
-    # Away from the root of f', where relative error is meaningless, grad_input is one rounding
-    # of grad * f'(z).
-    away = (z + 0.7518).abs() > 0.05 if approximate == "none" else z.abs() >= 0
-    assert ulp_error(grad_input.cpu()[away], expected[away], dtype).max() <= GRAD_ULPS[dtype]
+    assert_gradient(grad_input, grad.cpu().double(), z, d1, approximate, dtype, "bias_gelu")
     assert_sums_rows(grad_bias, grad_input)
 
 
@@ -151,10 +162,8 @@ def assert_geglu_values(gate, up, grad, y, grad_gate, grad_up, approximate, dtyp
     g, u = grad.cpu().double(), up.cpu().double()
     assert_ulps(y.cpu(), f * u, ULPS[dtype], f"geglu {dtype}", gate.cpu())
     assert_ulps(grad_up.cpu(), g * f, ULPS[dtype], f"geglu grad_up {dtype}", gate.cpu())
-    away = (gate.cpu().double() + 0.7518).abs() > 0.05 if approximate == "none" else \
-        gate.cpu() == gate.cpu()
-    err = ulp_error(grad_gate.cpu()[away], (g * u * d1)[away], dtype)
-    assert err.max() <= GRAD_ULPS[dtype], err.max()
+    assert_gradient(grad_gate, g * u, gate.cpu().double(), d1, approximate, dtype,
+                    "geglu grad_gate")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

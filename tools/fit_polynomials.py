@@ -107,22 +107,24 @@ def tables():
 
 
 def float64_exp_table(check):
-    """e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35 (ln2/2 and a margin)."""
-    def p_of_r(r):  # sum_{k>=3} r^(k-3)/k!, free of the cancellation of the closed form
-        return mp.nsum(lambda k: r**(k - 3) / mp.factorial(k), [3, mp.inf])
-
-    degree, bound = 9, mp.mpf("0.35")
-    coeffs = [mp.mpf(float(c)) for c in interpolate(p_of_r, -bound, bound, degree)]
+    """e^a = 2^k 2^(j/16) e^r, |r| <= ln2/32: 2^(j/16) as double-doubles, and the Taylor
+    coefficients of (e^r - 1 - r) / r^2 through r^5/7! with the relative error they leave."""
+    hi = [mp.power(2, mp.mpf(j) / 16) for j in range(16)]
+    pairs = [double_double(v) for v in hi]
+    coeffs = [1 / mp.factorial(n) for n in range(2, 8)]
+    bound = mp.log(2) / 32
     worst = mp.mpf(0)
     for k in range(401):
         r = -bound + 2 * bound * k / 400
         p = mp.mpf(0)
         for c in reversed(coeffs):
-            p = p * r + c
-        worst = max(worst, abs((1 + r + r * r / 2 + r**3 * p) / mp.exp(r) - 1))
-    print(f"// float64 exp: e^r = 1 + r + r^2/2 + r^3 P(r), |r| <= 0.35: P of degree {degree}, "
-          f"relative error of e^r 2^{float(mp.log(worst, 2)):.1f}")
+            p = p * r + mp.mpf(float(c))
+        worst = max(worst, abs((1 + r + r * r * p) / mp.exp(r) - 1))
+    print(f"// float64 exp: 2^(j/16) pairs; e^r = 1 + r + r^2 P(r), |r| <= ln2/32, P Taylor to "
+          f"r^5/7!: relative error of e^r 2^{float(mp.log(worst, 2)):.1f}")
     if not check:
+        print("hi: {" + ", ".join(repr(h) for h, _ in pairs) + "}")
+        print("lo: {" + ", ".join(repr(lo) for _, lo in pairs) + "}")
         print("GELU_COEFFICIENTS(kExpPolyF64, " + ", ".join(repr(float(c)) for c in coeffs) + ")")
 
 
