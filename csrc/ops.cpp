@@ -231,6 +231,8 @@ at::Tensor round_column_sums(const at::Tensor& sums, at::ScalarType dtype) {
   const bool is_double = dtype == at::kDouble;
   at::Tensor total =
       at::empty({columns}, sums.options().dtype(is_double ? at::kDouble : at::kFloat));
+  double* as_double = is_double ? total.data_ptr<double>() : nullptr;
+  float* as_float = is_double ? nullptr : total.data_ptr<float>();
   for (int64_t c = 0; c < columns; ++c) {
     double sum = 0.0, error = 0.0, plain = 0.0;
     for (int64_t part = 0; part < 2 * threads; ++part) {
@@ -243,11 +245,11 @@ at::Tensor round_column_sums(const at::Tensor& sums, at::ScalarType dtype) {
     // the plain sum of the hi parts is then the IEEE sum (inf, -inf or NaN).
     const double value = std::isfinite(plain) ? sum + error : plain;
     if (is_double) {
-      total.data_ptr<double>()[c] = value;
+      as_double[c] = value;
     } else {
       // float32: rounded to nearest here; 16-bit: rounded to odd here, so that the conversion
       // below rounds the double sum once.
-      total.data_ptr<float>()[c] =
+      as_float[c] =
           dtype == at::kFloat ? static_cast<float>(value) : math::round_to_odd_float(value);
     }
   }
