@@ -69,6 +69,8 @@ struct Kernel {
   using M = math::PassMath<P, A, kFloat64>;
   using NM = typename std::conditional<kSingle, math::SinglePassMath<P, A, kFloat64>,
                                        math::NarrowPassMath<P, A>>::type;
+  // The lanes of those paths: float lanes (L::Narrow), or for float64's single path the double
+  // lanes themselves, which also provide round and unsure.
   using N = typename std::conditional<kFloat64, L, typename L::Narrow>::type;
   static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
   // Elements per step: float lanes for the narrow and single paths of float32 and 16-bit data,
