@@ -1358,9 +1358,9 @@ GELU_HD Bounded<F> single_result(F value, F domain_error) {
 }
 
 // The passes the single path serves. float32: every variant, and every pass but the double
-// backward. float64: the gated forms (the exact form's double path is as fast), and the passes
-// whose argument is an input (the double path rounds x + b to double, and results stay those of
-// the rounded sum).
+// backward. float64: the gated forms (the exact form has no double-lane single path: its R(t)
+// stays in double-double), and the passes whose argument is an input (the double path rounds
+// x + b to double, and results stay those of the rounded sum).
 template <Pass P, Approximate A, bool kFloat64>
 constexpr bool has_single_path() {
   if (!kFloat64) return P != Pass::kDoubleBackward;
