@@ -123,6 +123,13 @@ def test_bias_gradient_over_many_rows(device, dtype):
         grad = randn(*x.shape, dtype=dtype, device=device, seed=2, scale=1.0)
         grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, "none")
         assert_sums_rows(grad_bias, grad_input)
+    # Biases that are views: strided, and one value expanded (stride 0) to every column.
+    x = randn(300, 37, dtype=dtype, device=device)
+    grad = randn(300, 37, dtype=dtype, device=device, seed=2, scale=1.0)
+    for b in [randn(74, dtype=dtype, device=device, seed=1)[::2],
+              randn(1, dtype=dtype, device=device, seed=1).expand(37)]:
+        grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, "none")
+        assert_sums_rows(grad_bias, grad_input)
 
 
 def test_bias_gelu_is_not_rounded_before_the_gelu(device):
