@@ -1357,15 +1357,12 @@ GELU_HD Bounded<F> single_result(F value, F domain_error) {
   return Bounded<F>{value, domain_error + error};
 }
 
-// The passes the single path serves. float32: every variant, and every pass but the double
-// backward. float64: the gated forms (the exact form has no double-lane single path: its R(t)
-// stays in double-double), and the passes whose argument is an input (the double path rounds
-// x + b to double, and results stay those of the rounded sum).
+// The passes the single path serves: every pass but the double backward; for float64, of the
+// gated forms only (the exact form has no double-lane single path: its R(t) stays in
+// double-double).
 template <Pass P, Approximate A, bool kFloat64>
 constexpr bool has_single_path() {
-  if (!kFloat64) return P != Pass::kDoubleBackward;
-  return A != Approximate::kNone && (P == Pass::kForward || P == Pass::kBackward ||
-                                     P == Pass::kGegluForward || P == Pass::kGegluBackward);
+  return P != Pass::kDoubleBackward && (!kFloat64 || A != Approximate::kNone);
 }
 
 template <Pass P, Approximate A, bool kFloat64 = false>
@@ -1382,6 +1379,12 @@ struct SinglePassMath {
   GELU_HD static Bounded<F> result(F value, F domain_error) {
     return single_result<kFloat64>(value, domain_error);
   }
+  // x + b: exactly, as a pair, for float32; rounded for float64, as its double path rounds it.
+  template <class F>
+  GELU_HD static DD<F> bias_sum(F x, F b) {
+    if constexpr (kFloat64) return DD<F>{x + b, F(0.0f)};
+    else return two_sum(x, b);
+  }
 
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
@@ -1392,13 +1395,13 @@ struct SinglePassMath {
       const SingleParts<F> g = parts<kD1, false>(in[1], F(0.0f));
       out[0] = result(single_times(in[0], g.slope), domain(in[1]));
     } else if constexpr (P == Pass::kBiasForward) {
-      const DD<F> z = two_sum(in[0], in[1]);  // x + b exactly
-      const SingleParts<F> g = parts<kF, true>(z.hi, z.lo);
+      const DD<F> z = bias_sum(in[0], in[1]);
+      const SingleParts<F> g = parts<kF, !kFloat64>(z.hi, z.lo);
       const DD<F> f = single_pair_times(z.hi, z.lo, g.gate);
       out[0] = result(f.hi + f.lo, domain(z.hi));
     } else if constexpr (P == Pass::kBiasBackward) {
-      const DD<F> z = two_sum(in[1], in[2]);
-      const SingleParts<F> g = parts<kD1, true>(z.hi, z.lo);
+      const DD<F> z = bias_sum(in[1], in[2]);
+      const SingleParts<F> g = parts<kD1, !kFloat64>(z.hi, z.lo);
       out[0] = result(single_times(in[0], g.slope), domain(z.hi));
     } else if constexpr (P == Pass::kGegluForward) {
       const SingleParts<F> g = parts<kF, false>(in[0], F(0.0f));
