@@ -9,7 +9,8 @@ the larger term instead (gelu_ext.reference.derivative_scales).
 
 Inputs: every value of float16 and bfloat16; for float32 every binade of both signs, a dense
 grid over [-20, 20] and the negative tail, or with --exhaustive all 2^32 values; for float64 a
-sample of every binade and the tail, against mpmath.
+sample of every binade and the tail (and with --float64-random N, 2N random inputs), against
+mpmath, with the errors computed in mpmath.
 
 The float64 reference (gelu_ext.reference.torch_reference) is validated against mpmath on
 sampled points before it is used.
@@ -93,13 +94,18 @@ def binades(dtype, per_binade, seed=0):
     return torch.cat([positive, -positive])
 
 
-def sampled_inputs(dtype):
+def sampled_inputs(dtype, float64_random=0, seed=0):
     if dtype in (torch.float16, torch.bfloat16):
         return all_16bit(dtype)
     if dtype == torch.float32:
         return torch.cat([binades(dtype, 256), torch.linspace(-20, 20, 400001, dtype=dtype),
                           torch.linspace(-70, -5, 200001, dtype=dtype)])
-    return torch.cat([binades(dtype, 2)[::4], torch.linspace(-40, 10, 1001, dtype=dtype)])
+    # float64_random more each over [-40, 40] and [-400, 400]: the exact form's domain and the
+    # CPU single path's (|x| < 20 tanh, < 380 sigmoid).
+    g = torch.Generator().manual_seed(seed)
+    spread = torch.rand(2 * float64_random, generator=g, dtype=dtype) * 2 - 1
+    spread = spread * torch.tensor([40.0, 400.0], dtype=dtype).repeat_interleave(float64_random)
+    return torch.cat([binades(dtype, 2)[::4], torch.linspace(-40, 10, 1001, dtype=dtype), spread])
 
 
 def float32_chunks(chunk_bits=24):
@@ -110,39 +116,41 @@ def float32_chunks(chunk_bits=24):
             torch.float32)
 
 
-def exact_values(x, variant, direction):
-    """The exact value at x as a float64 pair hi + lo, and the error scale, on x's device: torch
-    float64 for inputs of 32 bits or fewer (lo = 0), mpmath for float64 inputs."""
-    index = DIRECTIONS.index(direction)
-    if x.dtype == torch.float64:
-        x = x.cpu()
-        import mpmath as mp
-        values = [mp_reference(v, variant)[index] for v in x.tolist()]
-        exact = torch.tensor([float(v) for v in values], dtype=torch.float64)
-        with mp.workdps(50):
-            lo = torch.tensor([float(v - mp.mpf(float(v))) for v in values], dtype=torch.float64)
-        exact, lo = exact.to(x.device), lo.to(x.device)
-    else:
-        exact = torch_reference(x, variant)[index]
-        lo = torch.zeros_like(exact)
+def error_scale(x, exact, variant, direction):
+    """What errors are measured in ulps of: |exact|, or for derivatives the larger term's size."""
     if direction == "forward":
-        return exact, lo, exact.abs()
-    scale = derivative_scales(x, variant)[index - 1]
-    return exact, lo, torch.maximum(exact.abs(), scale)
-
-
-def ulp_errors(y, exact, exact_lo, scale, dtype):
-    """|y - exact| in ulps of dtype at scale; inf where y is NaN."""
-    err = ((y.double() - exact) - exact_lo).abs() / ulp(scale, dtype)
-    return torch.where(y.isnan(), torch.full_like(err, math.inf), err)
+        return exact.abs()
+    scale = derivative_scales(x, variant)[DIRECTIONS.index(direction) - 1]
+    return torch.maximum(exact.abs(), scale)
 
 
 def chunk_errors(x, y_mine, y_theirs, variant, direction, dtype):
-    """Errors of both implementations at x, against the float64 reference (inputs of 32 bits or
-    fewer): one fused pass, compiled, because exhaustive float32 runs do this 2^32 times."""
-    exact, exact_lo, scale = exact_values(x, variant, direction)
-    return (ulp_errors(y_mine, exact, exact_lo, scale, dtype),
-            ulp_errors(y_theirs, exact, exact_lo, scale, dtype))
+    """Errors of both implementations at x (inputs of 32 bits or fewer), in ulps, against the
+    float64 reference, inf where a result is NaN: one fused pass, compiled, because exhaustive
+    float32 runs do this 2^32 times."""
+    exact = torch_reference(x, variant)[DIRECTIONS.index(direction)]
+    unit = ulp(error_scale(x, exact, variant, direction), dtype)
+    return tuple(torch.where(y.isnan(), math.inf, (y.double() - exact).abs() / unit)
+                 for y in (y_mine, y_theirs))
+
+
+def float64_errors(x, y_mine, y_theirs, variant, direction):
+    """Errors of float64 results, in ulps, against mpmath, computed in mpmath: the exact value's
+    low part is not a float64 where the exact value is subnormal or nearly so."""
+    import mpmath as mp
+
+    index = DIRECTIONS.index(direction)
+    values = [mp_reference(v, variant)[index] for v in x.cpu().tolist()]
+    exact = torch.tensor([float(v) for v in values], dtype=torch.float64)
+    units = ulp(error_scale(x.cpu(), exact, variant, direction), torch.float64).tolist()
+    errors = []
+    with mp.workdps(50):
+        for y in (y_mine, y_theirs):
+            errors.append(torch.tensor(
+                [float(abs(mp.mpf(a) - v) / u) if a == a else math.inf
+                 for a, v, u in zip(y.cpu().tolist(), values, units)],
+                dtype=torch.float64, device=x.device))
+    return errors
 
 
 _compiled_chunk_errors = torch.compile(chunk_errors, dynamic=True)
@@ -170,10 +178,10 @@ class Stats:
 # --------------------------------------------------------------------------------------------
 # Runs.
 
-def run_case(device, dtype, variant, direction, exhaustive, plot_data):
+def run_case(device, dtype, variant, direction, exhaustive, plot_data, float64_random=0):
     mine, theirs = Stats(), Stats()
     chunks = (float32_chunks() if exhaustive and dtype == torch.float32
-              else [sampled_inputs(dtype)])
+              else [sampled_inputs(dtype, float64_random)])
     total = (1 << 8) if exhaustive and dtype == torch.float32 else 1
     start = time.time()
     for n, x in enumerate(chunks):
@@ -182,7 +190,7 @@ def run_case(device, dtype, variant, direction, exhaustive, plot_data):
         x = x[x.isfinite()]
         y_mine, y_theirs = ours(x, variant, direction), baseline(x, variant, direction)
         if dtype == torch.float64:  # mpmath reference: not compiled
-            e_mine, e_theirs = chunk_errors(x, y_mine, y_theirs, variant, direction, dtype)
+            e_mine, e_theirs = float64_errors(x, y_mine, y_theirs, variant, direction)
         else:
             e_mine, e_theirs = _compiled_chunk_errors(x, y_mine, y_theirs, variant, direction,
                                                       dtype)
@@ -262,6 +270,9 @@ def main():
     parser.add_argument("--no-validate", action="store_true",
                         help="skip validating the float64 reference against mpmath")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    parser.add_argument("--float64-random", type=int, default=0, metavar="N",
+                        help="float64: N more random inputs over each of [-40, 40] and "
+                             "[-400, 400] (each costs about 0.3 ms of mpmath)")
     args = parser.parse_args()
     devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     os.makedirs(args.out, exist_ok=True)
@@ -286,7 +297,8 @@ def main():
             for variant in args.variants:
                 for direction in args.directions:
                     (m_err, m_x, m_cr), (t_err, t_x, t_cr), count = run_case(
-                        device, dtype, variant, direction, args.exhaustive, plot_data)
+                        device, dtype, variant, direction, args.exhaustive, plot_data,
+                        args.float64_random)
                     row = (f"| {device} | {name} | {variant} | {direction} | {count:,} | "
                            f"{m_err:.3f} | {m_x:.6g} | {m_cr:.4f}% | {t_err:.4g} | {t_x:.6g} | "
                            f"{t_cr:.2f}% |")
