@@ -478,7 +478,7 @@ static __device__ const Exp2TableF64 kExp2F64Device = kExp2F64Host;  // global m
 GELU_COEFFICIENTS(kExpPolyF64, 0.5, 0.16666666666666666, 0.041666666666666664,
                   0.008333333333333333, 0.001388888888888889, 0.0001984126984126984)
 
-// exp(a) for a <= 0 as m 2^k, m a double-double in [0.98, 2.04] with relative error near
+// exp(a) for a <= 0 as m 2^k, m a double-double in [0.97, 1.96] with relative error near
 // 2^-57.5: a = (16 k + j) ln2/16 + r, |r| <= ln2/32, m = 2^(j/16) (1 + expm1(r)). a below -800
 // (far below the smallest subnormal), and NaN, are taken as -800, so that every table row is in
 // range; callers pass NaN on through x.

@@ -41,7 +41,8 @@ for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
                                 ops.gelu(x[::3], a),  # a strided view too
                                 ops.bias_gelu(x.view(-1, 1), grad[:1], a),
                                 # grad_bias too: a sum over the rows, accumulated per thread
-                                *ops.bias_gelu_backward(grad.view(-1, 8), x.view(-1, 8), grad[:8], a),
+                                *ops.bias_gelu_backward(grad.view(-1, 8), x.view(-1, 8),
+                                                        grad[:8], a),
                                 *ops.geglu_backward(grad, x, grad.flip(0), a))
 torch.save(out, sys.argv[1])
 """

@@ -306,7 +306,8 @@ struct ColumnSums {
     if (stride == sizeof(T) && column_step == 1) {
       const T* v = reinterpret_cast<const T*>(values);
       for (; i + kWidth <= n; i += kWidth) {
-        typename L::V h = L::load(hi + i), l = kCompensated ? L::load(lo + i) : h;
+        typename L::V h = L::load(hi + i), l = 0.0;
+        if (kCompensated) l = L::load(lo + i);
         add(L::load(v + i), h, l);
         L::store(hi + i, h);
         if (kCompensated) L::store(lo + i, l);
