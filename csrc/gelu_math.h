@@ -93,6 +93,8 @@ GELU_HD float round_to_odd_float(double d) {
 // IEEE-rounded, so all lane types give bit-identical results.
 
 GELU_HD double select(bool c, double a, double b) { return c ? a : b; }
+// |v| with the sign of x.
+GELU_HD double with_sign_of(double v, double x) { return copysign(v, x); }
 
 // value * 2^k, where shifted = k + 1.5 * 2^52 holds the integer k in [-1022, 0] in the low bits
 // of its significand (see exp_nonpositive).
@@ -564,7 +566,9 @@ GELU_HD V exact_forward_f64(V x, const TailF64<V>& q) {
   const DD<V> upper = dd_mul(q.gauss.m, q.r);  // Q(t) / 2^k
   const V negative = -scale_pow2(dd_mul_rounded(upper, q.t), q.gauss.k);
   const V positive = dd_mul_rounded(dd_one_minus(scale_pow2(upper, q.gauss.k)), x);
-  return saturate_f64(x, kSaturationExactF64, select(x < V(0.0), negative, positive), V(-0.0), x);
+  // f has the sign of x, which a zero's product may lose.
+  return saturate_f64(x, kSaturationExactF64,
+                      with_sign_of(select(x < V(0.0), negative, positive), x), V(-0.0), x);
 }
 
 // f' = E (R - t/sqrt(2 pi)) for x < 0, 1 - that for x > 0 (E = exp(-t^2/2)).
@@ -705,6 +709,9 @@ GELU_COEFFICIENTS_FLOAT(kNarrowTailPoly, 0.7066566944122314f, -0.433692544698715
                         -0.0016689477488398552f, 0.002331334399059415f, 0.0007384094060398638f)
 
 GELU_HD float select(bool c, float a, float b) { return c ? a : b; }
+// a b - c rounded once (the vector lanes give their own, a subtracting FMA).
+GELU_HD float fms(float a, float b, float c) { return fma(a, b, -c); }
+GELU_HD float with_sign_of(float v, float x) { return copysignf(v, x); }
 
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
 GELU_HD float times_pow2(float value, float shifted) {
@@ -937,24 +944,27 @@ enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 //   exact:   Q(t) = E R to a relative error below 2^-27 (analysis: E 2^-28.5, R 2^-31, the
 //            products 2^-28), with
 //            E = exp(-t^2/2) = 2^floor(k/32) 2^((k mod 32)/32) e^r, t^2 split exactly, k the
-//                nearest integer to -t^2/2 32/ln2 and |r| <= ln2/64;
+//                nearest integer to -t^2/2 32/ln2 and |r| <= ln2/64, kept as scale (1 + em);
 //            R(t) = exp(t^2/2) Q(t) by one of 32 polynomials of degree 6 in s = t - i/4,
 //                i = round(4 t), |s| <= 1/8; S(t) = R(t) - t/sqrt(2 pi), for the derivative, by
 //                the same polynomials with its own constant and linear terms.
+//            The forward is f = max(x, 0) - t Q(t), one two-sum and no case split; f = x above
+//            the core domain (where x Q(x) < ulp(x)/2), and f' = 1 there.
 //   tanh, sigmoid: s(x) and s'(x) as pairs, e = exp(-|s|) by the same exp, 1/(1 + e) by a
 //            correctly rounded division and one correction.
 // Over every float in the core domains (tools/check_single_path.cpp) the forward is within
-// 0.550 ulp and the derivative within 0.543 ulp (of the sum of its terms' magnitudes), far
+// 0.554 ulp and the derivative within 0.545 ulp (of the sum of its terms' magnitudes), far
 // inside the float32 bounds (1 ulp forward, 2 ulps derivative). Only IEEE operations and table
 // lookups, so every instruction set gives the same bits. Inputs outside the core domains
-// (|x| < 7.875 exact, 9 gated), NaN, and results that other operands make zero, tiny or not
-// finite get an infinite error, which sends them to the double path.
+// (|x| < 7.875 exact, 9 gated; the exact form's forward and backward take x >= 7.875 too), NaN,
+// and results that other operands make zero, tiny or not finite get an infinite error, which
+// sends them to the double path.
 //
 // F is float, or a SIMD vector of floats providing in addition table_entry32(table, shifted)
 // and times_pow2_floor32(value, k) (cpu/simd_*.h).
 
-// From tools/fit_polynomials.py: 2^(j/32) = Exp2Hi[j] + Exp2Lo[j]; e^r - 1 = r + r^2 (c2 + c3 r)
-// on |r| <= ln2/64, relative error of e^r 2^-33.2.
+// From tools/fit_polynomials.py: 2^(j/32) = Exp2Hi[j] (1 + Exp2Ratio[j]);
+// e^r - 1 = r + r^2 (c2 + c3 r) on |r| <= ln2/64, relative error of e^r 2^-33.2.
 // R(t) and S(t) on [i/4 - 1/8, i/4 + 1/8]: coefficients of s^k, k = 0 and 1 as float pairs
 // (Tail: R, Slope: S), 2..6 shared; relative error of R 2^-32.9.
 GELU_COEFFICIENTS_FLOAT(kSingleExp2Hi, 1.0f, 1.0218971967697144f, 1.0442737340927124f,
@@ -968,17 +978,17 @@ GELU_COEFFICIENTS_FLOAT(kSingleExp2Hi, 1.0f, 1.0218971967697144f, 1.044273734092
                         1.6817928552627563f, 1.7186193466186523f, 1.7562521696090698f,
                         1.7947090864181519f, 1.8340080976486206f, 1.8741676807403564f,
                         1.9152065515518188f, 1.9571441411972046f)
-GELU_COEFFICIENTS_FLOAT(kSingleExp2Lo, 0.0f, -4.811559861650494e-08f, 4.8334701574503924e-08f,
-                        -5.9337519786595294e-08f, -1.3077539939843064e-08f, -5.435540018083884e-08f,
-                        5.386222312608879e-08f, -4.051441493402308e-08f, 3.797635272917432e-08f,
-                        -3.267394887984665e-08f, 4.496838101886169e-08f, 1.419333317542737e-09f,
-                        -4.018999533172973e-08f, -3.496373324196611e-08f, -1.0123349269974824e-08f,
-                        -5.875577357983275e-08f, 2.4203234971764687e-08f, 3.324199937537742e-08f,
-                        -4.500898853621038e-08f, -2.4959373234878512e-08f, 8.070904833346049e-09f,
-                        -5.661025426206834e-08f, 9.836217174097328e-09f, -5.124972091152813e-08f,
-                        -2.4755326677450284e-08f, -4.8496175963919086e-08f, -9.235770370707996e-09f,
-                        -1.141504490931311e-08f, -1.1239277952768134e-08f, -4.663005626071026e-08f,
-                        9.845328108326612e-09f, -1.7021804410433106e-08f)
+GELU_COEFFICIENTS_FLOAT(kSingleExp2Ratio, 0.0f, -4.708457979063496e-08f, 4.6285471455576044e-08f,
+                        -5.560422522421504e-08f, -1.199215660108166e-08f, -4.877606230024867e-08f,
+                        4.7297824323777604e-08f, -3.481442689690084e-08f, 3.1934181521364735e-08f,
+                        -2.6886665338565763e-08f, 3.621057231839586e-08f, 1.1184210224612912e-09f,
+                        -3.0990722876822474e-08f, -2.638301133117693e-08f, -7.475213337215791e-09f,
+                        -4.2456356652564864e-08f, 1.7114272665708086e-08f, 2.300196655369291e-08f,
+                        -3.047683350132502e-08f, -1.653853765049007e-08f, 5.233334210430485e-09f,
+                        -3.592064601320999e-08f, 6.10759176566944e-09f, -3.114054436537117e-08f,
+                        -1.4719605090363075e-08f, -2.821810163311511e-08f, -5.258795177098818e-09f,
+                        -6.360387327930539e-09f, -6.128259677495862e-09f, -2.4880407067939814e-08f,
+                        5.1406088275030015e-09f, -8.69726690666539e-09f)
 constexpr float kSingleExpC2 = 0.5000041127204895f, kSingleExpC3 = 0.16666710376739502f;
 GELU_COEFFICIENTS_FLOAT(kSingleTail0Hi, 0.5f, 0.41403210163116455f, 0.3496188223361969f,
                         0.300232470035553f, 0.2615782916545868f, 0.23076032102108002f,
@@ -1139,41 +1149,51 @@ GELU_HD float times_pow2_floor32(float value, float k) {
   return value * bit_cast<float>(static_cast<uint32_t>(m + 127) << 23);
 }
 
-// exp(a + a_lo) as a float pair, relative error below 2^-28.5, for a in [-66.5, 0] and
-// |a_lo| <= 2^-16. a = (k + j/32) ln2 + r, |r| <= ln2/64. Every core domain keeps a above -66.5;
-// below, a is taken as -66.5, so that the results the double path will redo never pass through
-// subnormals (each a microcode assist on x86, ten times slower).
+// exp(c (a + a_lo)) = scale (1 + em), with c = -1/2 (kHalfNegated) or 1: relative error below
+// 2^-28.5, for c a in [-66.5, 0] and |a_lo| <= 2^-15. c a = (k + j/32) ln2 + c r, |c r| <= ln2/64;
+// scale = 2^(j/32) rounded to float, times 2^floor(k/32) (one scaling instead of a pair's two);
+// em = e^(c r) - 1 plus that rounding's relative error (their product, below 2^-30.6, is
+// dropped). Every core domain keeps c a above -66.5; beyond, the argument is clamped (NaN too:
+// fmin and fmax return the other operand), so that the results the double path will redo never
+// pass through subnormals (each a microcode assist on x86, ten times slower).
 template <class F>
-GELU_HD DD<F> single_exp(F a, F a_lo) {
+struct ScaledExp {
+  F scale, em;
+};
+
+template <bool kHalfNegated, class F>
+GELU_HD ScaledExp<F> single_exp(F a, F a_lo) {
+  constexpr float c = kHalfNegated ? -0.5f : 1.0f;       // scaling by it is exact
   constexpr float kRound = 12582912.0f;                  // 1.5 * 2^23: adding it rounds to integer
   constexpr float k32OverLn2 = 46.16624130844683f;
   constexpr float kLn2Over32Hi = 0.02165985107421875f;     // 12 significant bits: k * hi is exact
   constexpr float kLn2Over32Lo = 9.983182280848268e-07f;  // ln2/32 - hi
-  constexpr float kLowest = -66.5f;
-  a = select(a < F(kLowest), F(kLowest), a);
-  const F shifted = fma(a, F(k32OverLn2), F(kRound));     // k in the low bits of its significand
+  a = kHalfNegated ? fmin(a, F(133.0f)) : fmax(a, F(-66.5f));
+  const F shifted = fma(a, F(c * k32OverLn2), F(kRound));  // k in the low bits of its significand
   const F k = shifted - F(kRound);
-  F r = fma(k, F(-kLn2Over32Hi), a);                      // exact
-  r = fma(k, F(-kLn2Over32Lo), r) + a_lo;
-  const F expm1_r = fma(r * r, fma(r, F(kSingleExpC3), F(kSingleExpC2)), r);
-  const F hi = table_entry32(GELU_TABLE(kSingleExp2Hi), shifted);
-  const F lo = fma(hi, expm1_r, table_entry32(GELU_TABLE(kSingleExp2Lo), shifted));
-  return DD<F>{times_pow2_floor32(hi, k), times_pow2_floor32(lo, k)};
+  F r = fma(k, F(-kLn2Over32Hi / c), a);                  // exact
+  r = fma(k, F(-kLn2Over32Lo / c), r) + a_lo;
+  // e^(c r) - 1 = r (c + r (c2 c^2 + r c3 c^3))
+  F p = fma(r, F(kSingleExpC3 * c * c * c), F(kSingleExpC2 * c * c));
+  p = fma(r, p, F(c));
+  return ScaledExp<F>{times_pow2_floor32(table_entry32(GELU_TABLE(kSingleExp2Hi), shifted), k),
+                      fma(r, p, table_entry32(GELU_TABLE(kSingleExp2Ratio), shifted))};
 }
 
-// exp(-(t + t_lo)^2/2) as a float pair, for t < kSingleCore and |t_lo| <= ulp(t) (t_lo: the low
-// part of an argument pair, 0 without one).
+// exp(-(t + t_lo)^2/2), for t < kSingleCore and |t_lo| <= ulp(t) (t_lo: the low part of an
+// argument pair, 0 without one).
 template <bool kPair, class F>
-GELU_HD DD<F> single_gaussian(F t, F t_lo) {
+GELU_HD ScaledExp<F> single_gaussian(F t, F t_lo) {
   const F h = t * t;
-  F h_lo = fma(t, t, -h);                                 // t^2 = h + h_lo exactly
+  F h_lo = fms(t, t, h);                                  // t^2 = h + h_lo exactly
   if (kPair) h_lo = fma(F(2.0f) * t, t_lo, h_lo);         // + 2 t t_lo (t_lo^2 is negligible)
-  return single_exp(F(-0.5f) * h, F(-0.5f) * h_lo);
+  return single_exp<true>(h, h_lo);
 }
 
 // c0 + c1 (s + t_lo) + s^2 (c2 + c3 s + ... + c6 s^4) as a float pair, c0 and c1 themselves
-// pairs; the interval is picked by `shifted`. |c1 s| <= |c0| / 8 except where S(t) crosses zero
-// (near t = 0.75), where the last sum is then inexact by at most ulp(c1 s), far below the
+// pairs; the interval is picked by `shifted`. hi = c0 + c1 s rounded once, and its rounding error
+// recovered exactly, as |c1 s| <= |c0| / 8 makes c0 - hi exact; except where S(t) crosses zero
+// (near t = 0.75), where c0 - hi is then inexact by at most half an ulp of c1 s, far below the
 // derivative's bound there (2 ulps of its larger term).
 template <bool kPair, class F, class Table>
 GELU_HD DD<F> single_polynomial(F s, F t_lo, F shifted, const Table& c0_hi, const Table& c0_lo,
@@ -1187,9 +1207,8 @@ GELU_HD DD<F> single_polynomial(F s, F t_lo, F shifted, const Table& c0_hi, cons
   F rest = fma(s * s, upper, fma(table_entry32(c1_lo, shifted), s,
                                  table_entry32(c0_lo, shifted)));
   if (kPair) rest = fma(c1, t_lo, rest);
-  const F linear = c1 * s, linear_lo = fma(c1, s, -linear);  // exact product
-  const F hi = c0 + linear;
-  return DD<F>{hi, ((c0 - hi) + linear) + (linear_lo + rest)};
+  const F hi = fma(c1, s, c0);
+  return DD<F>{hi, fma(c1, s, c0 - hi) + rest};
 }
 
 // i = round(4 t) in the low bits of the returned shift, and s = t - i/4 (exact).
@@ -1201,8 +1220,15 @@ GELU_HD F single_interval(F t, F& s) {
   return shifted;
 }
 
-// a b for pairs whose lo parts may reach 2^-6 of their hi parts (E and R are not renormalized),
-// so that lo * lo counts too.
+// scale (1 + em) (p.hi + p.lo) as a pair, for |em| <= 2^-5 and |p.lo| <= 2^-6 |p.hi| (p is not
+// renormalized), so that em p.lo counts too.
+template <class F>
+GELU_HD DD<F> single_scaled_product(ScaledExp<F> e, DD<F> p) {
+  const F hi = e.scale * p.hi;
+  return DD<F>{hi, fma(e.scale, fma(e.em, p.hi + p.lo, p.lo), fms(e.scale, p.hi, hi))};
+}
+
+// a b for pairs whose lo parts may reach 2^-6 of their hi parts, so that lo * lo counts too.
 template <class F>
 GELU_HD DD<F> single_product(DD<F> a, DD<F> b) {
   const F hi = a.hi * b.hi;
@@ -1217,15 +1243,29 @@ GELU_HD DD<F> single_reflect(M negative, DD<F> a) {
 }
 
 // What the single path computes at z = x + x_lo, |x_lo| <= ulp(x)/2 (x_lo = 0 unless kPair), as
-// float pairs: the gate g with f = z g (Phi(z) in the exact form, sigmoid(s(z)) in the others),
-// if kWant & kF, and the slope f'(z), if kWant & kD1.
+// float pairs: f(z) itself if kWant & kF, and the slope f'(z) if kWant & kD1; the gated forms
+// also give their gate p, f = z p.
 template <class F>
 struct SingleParts {
-  DD<F> gate, slope;
+  DD<F> value, slope, gate;
 };
 
-// The exact form, for |x| < kSingleCore: Phi = Q(t) for z < 0, 1 - Q(t) otherwise, and
-// f' = E S(t) for z < 0, 1 - E S(t) otherwise (|E S| <= 1/2).
+// f = max(z, 0) - (t + t_lo) Q, t + t_lo = |z|, from Q = Q(t + t_lo): no case split, and
+// (t + t_lo) Q <= t/2 makes the difference a fast two-sum.
+template <bool kPair, class F>
+GELU_HD DD<F> single_exact_value(F x, F x_lo, F t, F t_lo, DD<F> q) {
+  const F p = t * q.hi;
+  F p_lo = fma(t, q.lo, fms(t, q.hi, p));                 // t Q = p + p_lo
+  if (kPair) p_lo = fma(t_lo, q.hi, p_lo);
+  const F c = fmax(x, F(0.0f));
+  const F u = c - p;
+  F v = ((c - u) - p) - p_lo;
+  if (kPair) v = v + select(x > F(0.0f), x_lo, F(0.0f));
+  return DD<F>{u, v};
+}
+
+// The exact form, for |x| < kSingleCore: f from Q(t) as above, and f' = E S(t) for z < 0,
+// 1 - E S(t) otherwise (|E S| <= 1/2).
 template <int kWant, bool kPair, class F>
 GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
   const F t = fabs(x);
@@ -1233,15 +1273,16 @@ GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
   const F t_lo = kPair ? select(negative, -x_lo, x_lo) : F(0.0f);
   F s;
   const F shifted = single_interval(t, s);
-  const DD<F> e = single_gaussian<kPair>(t, t_lo);
+  const ScaledExp<F> e = single_gaussian<kPair>(t, t_lo);
   SingleParts<F> r{};
   if (kWant & kF) {
-    r.gate = single_reflect(negative, single_product(e, single_polynomial<kPair>(
-        s, t_lo, shifted, GELU_TABLE(kSingleTail0Hi), GELU_TABLE(kSingleTail0Lo),
-        GELU_TABLE(kSingleTail1Hi), GELU_TABLE(kSingleTail1Lo))));
+    r.value = single_exact_value<kPair>(x, x_lo, t, t_lo, single_scaled_product(
+        e, single_polynomial<kPair>(s, t_lo, shifted, GELU_TABLE(kSingleTail0Hi),
+                                    GELU_TABLE(kSingleTail0Lo), GELU_TABLE(kSingleTail1Hi),
+                                    GELU_TABLE(kSingleTail1Lo))));
   }
   if (kWant & kD1) {
-    r.slope = single_reflect(negative, single_product(e, single_polynomial<kPair>(
+    r.slope = single_reflect(negative, single_scaled_product(e, single_polynomial<kPair>(
         s, t_lo, shifted, GELU_TABLE(kSingleSlope0Hi), GELU_TABLE(kSingleSlope0Lo),
         GELU_TABLE(kSingleSlope1Hi), GELU_TABLE(kSingleSlope1Lo))));
   }
@@ -1265,7 +1306,8 @@ GELU_HD DD<F> single_gate_exp(F a, F a_lo) {
     const F scale = e.k + F(kRoundToInteger);  // k >= -935 in the core domains: 2^k is normal
     return DD<F>{times_pow2(e.m.hi, scale), times_pow2(e.m.lo, scale)};
   } else {
-    return single_exp(a, a_lo);
+    const ScaledExp<F> e = single_exp<false>(a, a_lo);
+    return DD<F>{e.scale, e.scale * e.em};
   }
 }
 
@@ -1301,6 +1343,7 @@ GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
   const DD<F> small = single_product(e, inv);                        // e / (1 + e)
   SingleParts<F> r{};
   r.gate = DD<F>{select(nonnegative, inv.hi, small.hi), select(nonnegative, inv.lo, small.lo)};
+  if (kWant & kF) r.value = single_pair_times(x, x_lo, r.gate);
   if (kWant & kD1) {
     DD<F> xds = two_prod(x, ds.hi);
     xds.lo = fma(x, ds.lo, xds.lo);
@@ -1379,6 +1422,12 @@ struct SinglePassMath {
   GELU_HD static Bounded<F> result(F value, F domain_error) {
     return single_result<kFloat64>(value, domain_error);
   }
+  // Error 0 above -kSingleCore (false for NaN): the exact form's forward and backward take every
+  // x above the core domain as its limit.
+  template <class F>
+  GELU_HD static F exact_lower_domain(F x) {
+    return select(x > F(-kSingleCore), F(0.0f), F(__builtin_huge_valf()));
+  }
   // x + b: exactly, as a pair, for float32; rounded for float64, as its double path rounds it.
   template <class F>
   GELU_HD static DD<F> bias_sum(F x, F b) {
@@ -1388,24 +1437,35 @@ struct SinglePassMath {
 
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
-    if constexpr (P == Pass::kForward) {
+    if constexpr (P == Pass::kForward && A == Approximate::kNone && !kFloat64) {
+      // f has the sign of x, which restores it for x = -0. Above the core domain f = x, +inf
+      // included: x Q(x) < ulp(x)/2 there.
+      const F x = in[0];
+      const DD<F> f = parts<kF, false>(x, F(0.0f)).value;
+      out[0] = Bounded<F>{select(x < F(kSingleCore), with_sign_of(f.hi + f.lo, x), x),
+                          exact_lower_domain(x)};
+    } else if constexpr (P == Pass::kForward) {
       const SingleParts<F> g = parts<kF, false>(in[0], F(0.0f));
       out[0] = Bounded<F>{single_times(in[0], g.gate), domain(in[0])};
+    } else if constexpr (P == Pass::kBackward && A == Approximate::kNone && !kFloat64) {
+      // Above the core domain f' rounds to 1, so that the result is the gradient itself.
+      const F x = in[1];
+      const SingleParts<F> g = parts<kD1, false>(x, F(0.0f));
+      out[0] = result(select(x < F(kSingleCore), single_times(in[0], g.slope), in[0]),
+                      exact_lower_domain(x));
     } else if constexpr (P == Pass::kBackward) {
       const SingleParts<F> g = parts<kD1, false>(in[1], F(0.0f));
       out[0] = result(single_times(in[0], g.slope), domain(in[1]));
     } else if constexpr (P == Pass::kBiasForward) {
       const DD<F> z = bias_sum(in[0], in[1]);
-      const SingleParts<F> g = parts<kF, !kFloat64>(z.hi, z.lo);
-      const DD<F> f = single_pair_times(z.hi, z.lo, g.gate);
+      const DD<F> f = parts<kF, !kFloat64>(z.hi, z.lo).value;
       out[0] = result(f.hi + f.lo, domain(z.hi));
     } else if constexpr (P == Pass::kBiasBackward) {
       const DD<F> z = bias_sum(in[1], in[2]);
       const SingleParts<F> g = parts<kD1, !kFloat64>(z.hi, z.lo);
       out[0] = result(single_times(in[0], g.slope), domain(z.hi));
     } else if constexpr (P == Pass::kGegluForward) {
-      const SingleParts<F> g = parts<kF, false>(in[0], F(0.0f));
-      const DD<F> f = single_pair_times(in[0], F(0.0f), g.gate);
+      const DD<F> f = parts<kF, false>(in[0], F(0.0f)).value;
       out[0] = result(single_times(in[1], f), domain(in[0]));
     } else if constexpr (P == Pass::kGegluBackward) {
       const SingleParts<F> g = parts<kF | kD1, false>(in[1], F(0.0f));
@@ -1413,7 +1473,7 @@ struct SinglePassMath {
       const DD<F> grad_up = two_prod(in[0], in[2]);
       const DD<F> dgate = single_pair_times(grad_up.hi, grad_up.lo, g.slope);
       out[0] = result(dgate.hi + dgate.lo, in_domain);
-      out[1] = result(single_times(in[0], single_pair_times(in[1], F(0.0f), g.gate)), in_domain);
+      out[1] = result(single_times(in[0], g.value), in_domain);
     }
   }
 };

@@ -93,6 +93,16 @@ def test_non_finite(device, approximate, dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_signed_zeros(device, approximate, dtype):
+    # gelu(±0) = ±0 · Φ(0): the sign survives, as it does in F.gelu. Surrounded by ordinary
+    # inputs, so that the zeros take the vector paths with their neighbours.
+    x = torch.tensor([0.5, 0.0, -0.0, -1.0] * 8, dtype=dtype, device=device)
+    y = gelu_ext.gelu(x, approximate).cpu()
+    assert (y[1::4] == 0).all() and not torch.signbit(y[1::4]).any(), y[1::4].tolist()
+    assert (y[2::4] == 0).all() and torch.signbit(y[2::4]).all(), y[2::4].tolist()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_huge_inputs_do_not_overflow(device, approximate, dtype):
     # No intermediate may overflow while the result is finite: x^3, or x * (...) near the maximum.
     big = torch.finfo(dtype).max

@@ -162,7 +162,7 @@ def single_float(v):
 
 
 def float32_single_tables(check):
-    """The float32 single path: 2^(j/32) as float pairs; e^r = 1 + r + r^2 (c2 + c3 r) on
+    """The float32 single path: 2^(j/32) as floats T_j with their relative rounding errors; e^r = 1 + r + r^2 (c2 + c3 r) on
     |r| <= ln2/64; R(t) on [i/4 - 1/8, i/4 + 1/8], i = 0..31, degree 6 in s = t - i/4 (constant
     and linear coefficients as float pairs); the same for D(t) = R(t) - t/sqrt(2 pi), whose higher
     coefficients are R's."""
@@ -192,7 +192,7 @@ def float32_single_tables(check):
     def table(name, values):
         print(f"GELU_COEFFICIENTS_FLOAT({name}, " + ", ".join(f"{v!r}f" for v in values) + ")")
     table("kSingleExp2Hi", [p[0] for p in pairs])
-    table("kSingleExp2Lo", [p[1] for p in pairs])
+    table("kSingleExp2Ratio", [f32(mp.mpf(p[1]) / p[0]) for p in pairs])
     print(f"constexpr float kSingleExpC2 = {c[2]!r}f, kSingleExpC3 = {c[3]!r}f;")
     for name, pick in [("kSingleTail0Hi", lambda r: r[0][0]), ("kSingleTail0Lo", lambda r: r[0][1]),
                        ("kSingleTail1Hi", lambda r: r[1][0]), ("kSingleTail1Lo", lambda r: r[1][1]),

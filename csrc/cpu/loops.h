@@ -231,7 +231,7 @@ struct Kernel {
       if constexpr (!kLookup)
         for (int k = kOut; k < kOperands; ++k)
           for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
-            __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 0);
+            __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 3);
       step(p, i, redo, lookups);
       step(p, i + kWidth, redo, lookups);
     }

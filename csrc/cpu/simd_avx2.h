@@ -31,6 +31,11 @@ GELU_SIMD Vec operator*(Vec a, Vec b) { return Vec(_mm256_mul_pd(a.v, b.v)); }
 GELU_SIMD Vec operator/(Vec a, Vec b) { return Vec(_mm256_div_pd(a.v, b.v)); }
 GELU_SIMD Vec operator-(Vec a) { return Vec(_mm256_xor_pd(a.v, _mm256_set1_pd(-0.0))); }
 GELU_SIMD Vec fma(Vec a, Vec b, Vec c) { return Vec(_mm256_fmadd_pd(a.v, b.v, c.v)); }
+// |v| with the sign of x.
+GELU_SIMD Vec with_sign_of(Vec v, Vec x) {
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  return Vec(_mm256_or_pd(_mm256_and_pd(sign, x.v), _mm256_andnot_pd(sign, v.v)));
+}
 GELU_SIMD Vec fabs(Vec a) { return Vec(_mm256_andnot_pd(_mm256_set1_pd(-0.0), a.v)); }
 // Ordered comparisons: false where either side is NaN, like the scalar operators.
 GELU_SIMD Mask operator<(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_LT_OQ)}; }
@@ -89,6 +94,15 @@ GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm256_mul_ps(a.v, b.v));
 GELU_SIMD VecF operator/(VecF a, VecF b) { return VecF(_mm256_div_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a) { return VecF(_mm256_xor_ps(a.v, _mm256_set1_ps(-0.0f))); }
 GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm256_fmadd_ps(a.v, b.v, c.v)); }
+GELU_SIMD VecF fms(VecF a, VecF b, VecF c) { return VecF(_mm256_fmsub_ps(a.v, b.v, c.v)); }
+// b where a is NaN, like the scalar functions.
+GELU_SIMD VecF fmin(VecF a, VecF b) { return VecF(_mm256_min_ps(a.v, b.v)); }
+GELU_SIMD VecF fmax(VecF a, VecF b) { return VecF(_mm256_max_ps(a.v, b.v)); }
+// |v| with the sign of x.
+GELU_SIMD VecF with_sign_of(VecF v, VecF x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  return VecF(_mm256_or_ps(_mm256_and_ps(sign, x.v), _mm256_andnot_ps(sign, v.v)));
+}
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)); }
 GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }

@@ -31,6 +31,11 @@ GELU_SIMD Vec operator*(Vec a, Vec b) { return Vec(_mm512_mul_pd(a.v, b.v)); }
 GELU_SIMD Vec operator/(Vec a, Vec b) { return Vec(_mm512_div_pd(a.v, b.v)); }
 GELU_SIMD Vec operator-(Vec a) { return Vec(_mm512_xor_pd(a.v, _mm512_set1_pd(-0.0))); }
 GELU_SIMD Vec fma(Vec a, Vec b, Vec c) { return Vec(_mm512_fmadd_pd(a.v, b.v, c.v)); }
+// |v| with the sign of x: one bitwise select (sign bit ? x : v).
+GELU_SIMD Vec with_sign_of(Vec v, Vec x) {
+  return Vec(_mm512_castsi512_pd(_mm512_ternarylogic_epi64(
+      _mm512_set1_epi64(INT64_MIN), _mm512_castpd_si512(x.v), _mm512_castpd_si512(v.v), 0xCA)));
+}
 GELU_SIMD Vec fabs(Vec a) { return Vec(_mm512_abs_pd(a.v)); }
 // Ordered comparisons: false where either side is NaN, like the scalar operators.
 GELU_SIMD Mask operator<(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_LT_OQ)}; }
@@ -82,6 +87,15 @@ GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm512_mul_ps(a.v, b.v));
 GELU_SIMD VecF operator/(VecF a, VecF b) { return VecF(_mm512_div_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a) { return VecF(_mm512_xor_ps(a.v, _mm512_set1_ps(-0.0f))); }
 GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm512_fmadd_ps(a.v, b.v, c.v)); }
+GELU_SIMD VecF fms(VecF a, VecF b, VecF c) { return VecF(_mm512_fmsub_ps(a.v, b.v, c.v)); }
+// b where a is NaN, like the scalar functions.
+GELU_SIMD VecF fmin(VecF a, VecF b) { return VecF(_mm512_min_ps(a.v, b.v)); }
+GELU_SIMD VecF fmax(VecF a, VecF b) { return VecF(_mm512_max_ps(a.v, b.v)); }
+// |v| with the sign of x: one bitwise select (sign bit ? x : v).
+GELU_SIMD VecF with_sign_of(VecF v, VecF x) {
+  return VecF(_mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+      _mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(x.v), _mm512_castps_si512(v.v), 0xCA)));
+}
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm512_abs_ps(a.v)); }
 GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ)}; }
