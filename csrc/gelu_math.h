@@ -711,7 +711,6 @@ GELU_COEFFICIENTS_FLOAT(kNarrowTailPoly, 0.7066566944122314f, -0.433692544698715
 GELU_HD float select(bool c, float a, float b) { return c ? a : b; }
 // a b - c rounded once (the vector lanes give their own, a subtracting FMA).
 GELU_HD float fms(float a, float b, float c) { return fma(a, b, -c); }
-GELU_HD float with_sign_of(float v, float x) { return copysignf(v, x); }
 
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
 GELU_HD float times_pow2(float value, float shifted) {
@@ -949,7 +948,7 @@ enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 //                i = round(4 t), |s| <= 1/8; S(t) = R(t) - t/sqrt(2 pi), for the derivative, by
 //                the same polynomials with its own constant and linear terms.
 //            The forward is f = max(x, 0) - t Q(t), one two-sum and no case split; f = x above
-//            the core domain (where x Q(x) < ulp(x)/2), and f' = 1 there.
+//            the core domain (where x Q(x) < ulp(x)/2), and f' = 1 there; f = x/2 below 2^-125.
 //   tanh, sigmoid: s(x) and s'(x) as pairs, e = exp(-|s|) by the same exp, 1/(1 + e) by a
 //            correctly rounded division and one correction.
 // Over every float in the core domains (tools/check_single_path.cpp) the forward is within
@@ -1438,11 +1437,13 @@ struct SinglePassMath {
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
     if constexpr (P == Pass::kForward && A == Approximate::kNone && !kFloat64) {
-      // f has the sign of x, which restores it for x = -0. Above the core domain f = x, +inf
-      // included: x Q(x) < ulp(x)/2 there.
+      // Above the core domain f = x, +inf included: x Q(x) < ulp(x)/2 there. Below 2^-125 in
+      // magnitude (zeros included, with their signs) f is x/2 rounded into the subnormals, where
+      // the pair's low parts would underflow: that product, as the double path gives it.
       const F x = in[0];
       const DD<F> f = parts<kF, false>(x, F(0.0f)).value;
-      out[0] = Bounded<F>{select(x < F(kSingleCore), with_sign_of(f.hi + f.lo, x), x),
+      const F value = select(x < F(kSingleCore), f.hi + f.lo, x);
+      out[0] = Bounded<F>{select(fabs(x) < F(0x1p-125f), x * F(0.5f), value),
                           exact_lower_domain(x)};
     } else if constexpr (P == Pass::kForward) {
       const SingleParts<F> g = parts<kF, false>(in[0], F(0.0f));

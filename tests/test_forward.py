@@ -102,6 +102,20 @@ def test_signed_zeros(device, approximate, dtype):
     assert (y[2::4] == 0).all() and torch.signbit(y[2::4]).all(), y[2::4].tolist()
 
 
+def test_tiny_float32_inputs_correctly_rounded(device, approximate):
+    # Below 2^-125 in magnitude f = x/2 (plus far less than an ulp) rounds into the subnormals,
+    # where half the inputs are ties, which an ulp bound cannot tell apart: each result must be
+    # the float64 reference rounded once. Mixed with ordinary inputs, so that they share vectors.
+    tiny = torch.arange(0, 1 << 25, 13, dtype=torch.int32).view(torch.float32)
+    x = torch.stack([tiny, -tiny, torch.full_like(tiny, 0.75), torch.full_like(tiny, -3.0)], 1)
+    y = gelu_ext.gelu(x.to(device), approximate).cpu()[:, :2]
+    ref, _, _ = torch_reference(x[:, :2].double(), approximate)
+    wrong = y != ref.float()
+    assert not wrong.any(), (f"{int(wrong.sum())} tiny inputs misrounded, e.g. x = "
+                             f"{x[:, :2][wrong][:3].tolist()}: {y[wrong][:3].tolist()} instead of "
+                             f"{ref.float()[wrong][:3].tolist()}")
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_huge_inputs_do_not_overflow(device, approximate, dtype):
     # No intermediate may overflow while the result is finite: x^3, or x * (...) near the maximum.

@@ -98,11 +98,6 @@ GELU_SIMD VecF fms(VecF a, VecF b, VecF c) { return VecF(_mm256_fmsub_ps(a.v, b.
 // b where a is NaN, like the scalar functions.
 GELU_SIMD VecF fmin(VecF a, VecF b) { return VecF(_mm256_min_ps(a.v, b.v)); }
 GELU_SIMD VecF fmax(VecF a, VecF b) { return VecF(_mm256_max_ps(a.v, b.v)); }
-// |v| with the sign of x.
-GELU_SIMD VecF with_sign_of(VecF v, VecF x) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  return VecF(_mm256_or_ps(_mm256_and_ps(sign, x.v), _mm256_andnot_ps(sign, v.v)));
-}
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)); }
 GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }

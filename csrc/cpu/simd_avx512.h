@@ -91,11 +91,6 @@ GELU_SIMD VecF fms(VecF a, VecF b, VecF c) { return VecF(_mm512_fmsub_ps(a.v, b.
 // b where a is NaN, like the scalar functions.
 GELU_SIMD VecF fmin(VecF a, VecF b) { return VecF(_mm512_min_ps(a.v, b.v)); }
 GELU_SIMD VecF fmax(VecF a, VecF b) { return VecF(_mm512_max_ps(a.v, b.v)); }
-// |v| with the sign of x: one bitwise select (sign bit ? x : v).
-GELU_SIMD VecF with_sign_of(VecF v, VecF x) {
-  return VecF(_mm512_castsi512_ps(_mm512_ternarylogic_epi32(
-      _mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(x.v), _mm512_castps_si512(v.v), 0xCA)));
-}
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm512_abs_ps(a.v)); }
 GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ)}; }
