@@ -959,8 +959,8 @@ enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 // and results that other operands make zero, tiny or not finite get an infinite error, which
 // sends them to the double path.
 //
-// F is float, or a SIMD vector of floats providing in addition table_entry32(table, shifted)
-// and times_pow2_floor32(value, k) (cpu/simd_*.h).
+// F is float, or a SIMD vector of floats providing, besides the arithmetic, fms, fmin, fmax,
+// table_entry32(table, shifted) and times_pow2_floor32(value, k) (cpu/simd_*.h).
 
 // From tools/fit_polynomials.py: 2^(j/32) = Exp2Hi[j] (1 + Exp2Ratio[j]);
 // e^r - 1 = r + r^2 (c2 + c3 r) on |r| <= ln2/64, relative error of e^r 2^-33.2.

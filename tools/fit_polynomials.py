@@ -162,10 +162,10 @@ def single_float(v):
 
 
 def float32_single_tables(check):
-    """The float32 single path: 2^(j/32) as floats T_j with their relative rounding errors; e^r = 1 + r + r^2 (c2 + c3 r) on
-    |r| <= ln2/64; R(t) on [i/4 - 1/8, i/4 + 1/8], i = 0..31, degree 6 in s = t - i/4 (constant
-    and linear coefficients as float pairs); the same for D(t) = R(t) - t/sqrt(2 pi), whose higher
-    coefficients are R's."""
+    """The float32 single path: 2^(j/32) as floats T_j with their relative rounding errors;
+    e^r = 1 + r + r^2 (c2 + c3 r) on |r| <= ln2/64; R(t) on [i/4 - 1/8, i/4 + 1/8], i = 0..31,
+    degree 6 in s = t - i/4 (constant and linear coefficients as float pairs); the same for
+    D(t) = R(t) - t/sqrt(2 pi), whose higher coefficients are R's."""
     f32 = to_float32
     pairs = [single_float(mp.mpf(2)**(mp.mpf(j) / 32)) for j in range(32)]
     bound = mp.log(2) / 64 * mp.mpf("1.01")
