@@ -1,0 +1,2 @@
+#pragma once
+#include "host_cuda.h"

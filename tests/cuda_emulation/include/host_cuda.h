@@ -1,0 +1,81 @@
+// The part of the CUDA runtime and of cuda_fp16.h / cuda_bf16.h that csrc/cuda/gelu_cuda.cu
+// uses, for host C++: so that its kernels and launchers can run on the CPU, one thread after
+// another, where no GPU is visible (tests/test_cuda_emulated.py). The kernels use no shared
+// memory or synchronization, so running threads in turn gives the result a GPU gives.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(threads)
+
+enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+struct CUstream_st;
+using cudaStream_t = CUstream_st*;
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+inline thread_local dim3 blockIdx, threadIdx, gridDim, blockDim;
+
+// A small device, so that the grid-stride loops run several rounds on test-sized data.
+constexpr int kEmulatedMultiprocessors = 2;
+inline cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr, int) {
+  *value = kEmulatedMultiprocessors;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+
+namespace gelu_emulation {
+// kernel<<<grid, block, 0, stream>>>(args) becomes launch(grid, block, [&] { kernel(args); }).
+template <class Body>
+void launch(unsigned grid, unsigned block, Body&& body) {
+  gridDim = dim3{grid, 1, 1};
+  blockDim = dim3{block, 1, 1};
+  for (unsigned b = 0; b < grid; ++b) {
+    for (unsigned t = 0; t < block; ++t) {
+      blockIdx = dim3{b, 0, 0};
+      threadIdx = dim3{t, 0, 0};
+      body();
+    }
+  }
+}
+}  // namespace gelu_emulation
+
+// 16-bit types: bits only, converted as the CUDA intrinsics convert (round to nearest even).
+struct __half {
+  uint16_t bits = 0;
+};
+struct __nv_bfloat16 {
+  uint16_t bits = 0;
+};
+inline float __half2float(__half h) { return _cvtsh_ss(h.bits); }
+inline __half __float2half_rn(float f) {
+  return __half{static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT))};
+}
+inline unsigned short __half_as_ushort(__half h) { return h.bits; }
+inline float __bfloat162float(__nv_bfloat16 h) {
+  const uint32_t bits = static_cast<uint32_t>(h.bits) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if (f != f) return __nv_bfloat16{0x7FC0};
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return __nv_bfloat16{static_cast<uint16_t>(bits >> 16)};
+}
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.bits; }

@@ -1,0 +1,259 @@
+"""The CUDA kernels and launchers of csrc/cuda/gelu_cuda.cu, run on the CPU.
+
+gelu_cuda.cu includes no torch, and its kernels use no shared memory or synchronization, so the
+file also builds as host C++ against the small stand-in for the CUDA runtime in
+tests/cuda_emulation/include, with each launch rewritten as a loop over blocks and threads. That
+runs every kernel's indexing, vector loads and stores, tails, strided offsets and dispatch where
+no GPU is visible, and checks them against the CPU kernels, element by element. (On the GPU the
+narrow path takes the hardware's exp2 and reciprocal; here their portable forms. test_cuda.py
+covers the real device.)
+"""
+
+import ctypes
+import platform
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import APPROXIMATIONS, FLOAT_DTYPES, HALF_DTYPES, all_values
+
+from gelu_ext.reference import derivative_scales, ulp
+
+ROOT = Path(__file__).resolve().parent.parent
+CXX = shutil.which("g++") or shutil.which("c++")
+pytestmark = pytest.mark.skipif(
+    CXX is None or platform.machine() not in ("x86_64", "AMD64"),
+    reason="needs a C++ compiler and an x86-64 CPU (the stand-in converts float16 with F16C)")
+
+ops = torch.ops.gelu_ext
+DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3}
+VARIANT_CODES = {name: code for code, name in enumerate(APPROXIMATIONS)}
+LAUNCH = re.compile(r"([A-Za-z_]\w*<[^<>;]*>)<<<(.*?),\s*(\w+),\s*0,\s*stream>>>\((.*?)\);", re.S)
+
+
+def host_copy_of_cuda_source():
+    """gelu_cuda.cu with each `kernel<<<grid, block, 0, stream>>>(args);` turned into
+    `gelu_emulation::launch(grid, block, [&] { kernel(args); });`."""
+    source = (ROOT / "csrc" / "cuda" / "gelu_cuda.cu").read_text()
+    rewritten, count = LAUNCH.subn(
+        lambda m: f"gelu_emulation::launch({m[2]}, {m[3]}, [&] {{ {m[1]}({m[4]}); }});", source)
+    assert count == source.count("<<<") > 0, "a launch in gelu_cuda.cu no longer has the form " \
+        "this test rewrites: update LAUNCH"
+    return rewritten
+
+
+@pytest.fixture(scope="module")
+def emulated(tmp_path_factory):
+    build = tmp_path_factory.mktemp("cuda_emulation")
+    source = build / "gelu_cuda_host.cu"
+    source.write_text(host_copy_of_cuda_source())
+    library = build / "emulated.so"
+    # -I csrc/cuda: the copy's relative includes ("../gelu_math.h") resolve from there.
+    command = [CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-mf16c", "-ffp-contract=off",
+               "-fno-math-errno", "-Wno-unknown-pragmas",
+               "-I", str(ROOT / "tests" / "cuda_emulation" / "include"),
+               "-I", str(ROOT / "csrc" / "cuda"), f'-DGELU_CUDA_SOURCE="{source}"',
+               str(ROOT / "tests" / "cuda_emulation" / "driver.cpp"), "-o", str(library)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, f"building the emulated CUDA kernels failed:\n{result.stderr}"
+    return ctypes.CDLL(str(library))
+
+
+# Each pass: its code (kernels.h), the roles of its inputs ("x": a GELU argument, "grad": any
+# value), the CPU op giving its outputs, and for each output the magnitude of the terms whose sum
+# it is (0 for a value, whose own magnitude counts), float64: near a root of f' or f'' the terms
+# cancel, and the two backends' float32 and float64 results agree to ulps of that magnitude.
+PASSES = {
+    "forward": (0, ["x"], lambda i, a: [ops.gelu(i[0], a)], lambda i, a: [0]),
+    "backward": (1, ["grad", "x"], lambda i, a: [ops.gelu_backward(i[0], i[1], a)],
+                 lambda i, a: [i[0].abs() * d1_scale(i[1], a)]),
+    "double_backward": (2, ["grad", "grad", "x"],
+                        lambda i, a: list(ops.gelu_double_backward(i[0], i[1], i[2], a)),
+                        lambda i, a: [i[0].abs() * d1_scale(i[2], a),
+                                      (i[0] * i[1]).abs() * d2_scale(i[2], a)]),
+    "bias_forward": (3, ["x", "bias"], lambda i, a: [bias_op(ops.bias_gelu, i, a)],
+                     lambda i, a: [0]),
+    "bias_backward": (4, ["grad", "x", "bias"],
+                      lambda i, a: [bias_op(ops.bias_gelu_backward, i, a)],
+                      lambda i, a: [i[0].abs() * d1_scale(i[1] + i[2], a)]),
+    "geglu_forward": (5, ["x", "grad"], lambda i, a: [ops.geglu(i[0], i[1], a)],
+                      lambda i, a: [0]),
+    "geglu_backward": (6, ["grad", "x", "grad"],
+                       lambda i, a: list(ops.geglu_backward(i[0], i[1], i[2], a)),
+                       lambda i, a: [(i[0] * i[2]).abs() * d1_scale(i[1], a), 0]),
+}
+NUM_OUTPUTS = {"double_backward": 2, "geglu_backward": 2}
+
+
+def d1_scale(x, approximate):
+    return derivative_scales(x, approximate)[0]
+
+
+def d2_scale(x, approximate):
+    return derivative_scales(x, approximate)[1]
+
+
+def bias_op(op, inputs, approximate):
+    """A bias pass on operands of one shape, row by row: the CPU op takes a 1-D bias, and here
+    each row of the bias operand may differ (the kernels only see operands)."""
+    *others, bias = inputs
+    rows = bias.reshape(-1, bias.shape[-1])
+    others = [t.reshape(rows.shape) for t in others]
+    results = []
+    for r in range(rows.shape[0]):
+        result = op(*[t[r:r + 1] for t in others], rows[r], approximate)
+        results.append(result[0] if isinstance(result, tuple) else result)  # grad_input
+    return torch.cat(results).reshape(bias.shape)
+
+
+def gelu_arguments(n, dtype, seed):
+    """n values of dtype, shuffled, where every path of the kernels is taken: zeros, infinities,
+    NaN, tiny and huge values and the edges of the core domains, then random ones of both signs."""
+    g = torch.Generator().manual_seed(seed)
+    special = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-30, -1e-30,
+                            7.875, -7.875, 8.0, -8.0, 9.0, -9.0, 20.0, -20.0, 1e30, -1e30],
+                           dtype=torch.float64)
+    values = torch.cat([special, torch.randn(n, generator=g, dtype=torch.float64) * 4])[:n]
+    return values[torch.randperm(n, generator=g)].to(dtype)
+
+
+def make_inputs(roles, n, dtype, seed=0):
+    inputs = []
+    for k, role in enumerate(roles):
+        if role == "x":
+            inputs.append(gelu_arguments(n, dtype, seed + k))
+        else:  # a gradient, bias or `up`: any finite value
+            g = torch.Generator().manual_seed(seed + k)
+            inputs.append(torch.randn(n, generator=g, dtype=torch.float64).mul(2).to(dtype))
+    return inputs
+
+
+def assert_agree(emulated_out, cpu_out, scale, what):
+    """16-bit results are correctly rounded on both backends, so equal. float32 and float64
+    results are each within 0.56 ulp of the exact value in ulps of max(|result|, scale) (the CPU's
+    float32 single path, measured; the double path is closer), so they differ by under 2."""
+    same = (emulated_out == cpu_out) | (emulated_out.isnan() & cpu_out.isnan())
+    if same.all():
+        return
+    first = int((~same).flatten().nonzero()[0])
+    assert emulated_out.dtype not in HALF_DTYPES, (
+        f"{what}: {int((~same).sum())} of {same.numel()} results differ from the CPU kernels, "
+        f"first at index {first}: {emulated_out.flatten()[first].item()!r} against "
+        f"{cpu_out.flatten()[first].item()!r}")
+    magnitude = torch.maximum(cpu_out.double().abs(), torch.as_tensor(scale, dtype=torch.float64))
+    err = (emulated_out.double() - cpu_out.double()).abs() / ulp(magnitude, cpu_out.dtype)
+    err = torch.where(same, torch.zeros_like(err), err)  # inf == inf, and NaN against NaN
+    worst = int(err.flatten().argmax())
+    assert err.flatten()[worst] <= 2, (
+        f"{what}: {emulated_out.flatten()[worst].item()!r} against the CPU kernels' "
+        f"{cpu_out.flatten()[worst].item()!r} at index {worst}: {err.flatten()[worst]:.2f} ulps")
+
+
+def pointers(tensors):
+    return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+
+
+def launch_contiguous(lib, pass_name, approximate, outputs, inputs):
+    code = PASSES[pass_name][0]
+    status = lib.emulated_launch_contiguous(
+        code, VARIANT_CODES[approximate], DTYPE_CODES[inputs[0].dtype],
+        pointers(outputs + inputs), ctypes.c_int64(inputs[0].numel()))
+    assert status == 0
+
+
+def launch_strided(lib, pass_name, approximate, outputs, inputs):
+    """Operands of one shape and any strides, dimension 0 fastest as TensorIterator gives them."""
+    operands = outputs + inputs
+    shape = list(reversed(operands[0].shape))
+    sizes = (ctypes.c_int32 * len(shape))(*shape)
+    strides = [s * t.element_size() for t in operands for s in reversed(t.stride())]
+    status = lib.emulated_launch_strided(
+        PASSES[pass_name][0], VARIANT_CODES[approximate], DTYPE_CODES[inputs[0].dtype],
+        pointers(operands), len(shape), sizes, (ctypes.c_int32 * len(strides))(*strides))
+    assert status == 0
+
+
+@pytest.mark.parametrize("n", [1, 3, 9, 4099])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_contiguous_kernel_agrees_with_cpu(emulated, pass_name, dtype, approximate, n):
+    """16-byte vectors, a grid-stride loop of several rounds, and a tail of n % (16 / element
+    size) elements."""
+    _, roles, cpu_op, scales = PASSES[pass_name]
+    inputs = make_inputs(roles, n, dtype)
+    outputs = [torch.full((n,), float("nan"), dtype=dtype)
+               for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+    launch_contiguous(emulated, pass_name, approximate, outputs, inputs)
+    wide = [t.double() for t in inputs]
+    for k, (got, expected, scale) in enumerate(zip(outputs, cpu_op(inputs, approximate),
+                                                   scales(wide, approximate))):
+        assert_agree(got, expected, scale, f"{pass_name} output {k}, {dtype}, n={n}")
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_every_16bit_input_forward_and_backward(emulated, dtype, approximate):
+    """The narrow path and its double-path fallback for every 16-bit input."""
+    x = all_values(dtype)
+    grad = torch.ones_like(x)
+    for pass_name, inputs, expected in [
+        ("forward", [x], ops.gelu(x, approximate)),
+        ("backward", [grad, x], ops.gelu_backward(grad, x, approximate)),
+    ]:
+        out = torch.full_like(x, float("nan"))
+        launch_contiguous(emulated, pass_name, approximate, [out], inputs)
+        assert_agree(out, expected, 0, f"{pass_name}, {dtype}")
+
+
+def strided_layouts(rows, cols, dtype, roles, seed=0):
+    """Operands as the CUDA ops meet them, each [rows, cols] with its own strides:
+    - "transposed": inputs that are transposes of contiguous tensors, outputs contiguous;
+    - "broadcast": a bias (or any input) of stride 0 over the rows;
+    - "halves": two inputs that are the halves of one [rows, 2 cols] tensor (geglu's chunk),
+      outputs every other column of a wider tensor."""
+    n = rows * cols
+    values = [v.reshape(rows, cols) for v in make_inputs(roles, n, dtype, seed)]
+    yield "transposed", [v.t().contiguous().t() for v in values], False
+    yield "broadcast", [v[:1].expand(rows, cols) if role == "bias" or k == len(roles) - 1 else v
+                        for k, (v, role) in enumerate(zip(values, roles))], False
+    packed = torch.cat(values + values, dim=1)
+    yield "halves", [packed[:, k * cols:(k + 1) * cols] for k in range(len(values))], True
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_strided_kernel_agrees_with_cpu(emulated, pass_name, dtype, approximate):
+    _, roles, cpu_op, scales = PASSES[pass_name]
+    rows, cols = 37, 29
+    for layout, inputs, spread_outputs in strided_layouts(rows, cols, dtype, roles):
+        outputs = []
+        for _ in range(NUM_OUTPUTS.get(pass_name, 1)):
+            if spread_outputs:
+                outputs.append(torch.full((rows, 2 * cols), float("nan"), dtype=dtype)[:, ::2])
+            else:
+                outputs.append(torch.full((rows, cols), float("nan"), dtype=dtype))
+        launch_strided(emulated, pass_name, approximate, outputs, inputs)
+        expected = cpu_op([t.contiguous() for t in inputs], approximate)
+        wide = [t.double() for t in inputs]
+        for k, (got, want, scale) in enumerate(zip(outputs, expected, scales(wide, approximate))):
+            assert_agree(got, want, scale, f"{pass_name} output {k}, {dtype}, {layout} layout")
+
+
+def test_three_dimensional_strided_layout(emulated):
+    """More dimensions than two: a permuted [4, 5, 6] input, each offset from its own index."""
+    x = gelu_arguments(120, torch.float32, seed=3).reshape(4, 5, 6).permute(2, 0, 1)
+    out = torch.full(x.shape, float("nan"), dtype=torch.float32)
+    launch_strided(emulated, "forward", "none", [out], [x])
+    assert_agree(out, ops.gelu(x.contiguous(), "none"), 0, "forward, permuted 3-D")
+
+
+def test_empty_launches_do_nothing(emulated):
+    out = torch.full((4,), 7.0)
+    x = torch.zeros(4)
+    assert emulated.emulated_launch_contiguous(0, 0, 0, pointers([out, x]), ctypes.c_int64(0)) == 0
+    zero = (ctypes.c_int32 * 2)(0, 4)
+    strides = (ctypes.c_int32 * 4)(4, 16, 4, 16)
+    assert emulated.emulated_launch_strided(0, 0, 0, pointers([out, x]), 2, zero, strides) == 0
+    assert torch.equal(out, torch.full((4,), 7.0))
