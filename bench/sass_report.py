@@ -1,6 +1,7 @@
 """Reads the sm_90 machine code of gelu_ext's CUDA kernels, without a GPU.
 
-For each kernel it finds the main loop (the one with the global loads), and counts per element:
+For each kernel it finds the main loop (the one with the global loads), and counts per element
+(a 16-byte vector per iteration in the contiguous and rows kernels, one element in the strided):
 instructions, double-precision operations (the FP64 pipe), MUFU (special functions) and
 F2F/F2I/I2F conversions, and checks for 16-byte loads and stores (LDG.E.128 / STG.E.128) and
 for local-memory traffic (LDL/STL: spills). It compares the counts with what an H200 can issue
@@ -111,7 +112,7 @@ def classify(op):
 
 
 def parse_name(mangled):
-    m = re.search(r"(contiguous|strided)_kernel.*?PassE(\d)E.*?ApproximateE(\d)E.*?DTypeE(\d)E"
+    m = re.search(r"(contiguous|rows|strided)_kernel.*?PassE(\d)E.*?ApproximateE(\d)E.*?DTypeE(\d)E"
                   r"(?:(i|l)E)?", mangled)
     if not m:
         return None
@@ -130,24 +131,30 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cubin", help="cubin, object or shared library to read")
-    parser.add_argument("--all", action="store_true", help="also the strided and int64 kernels")
+    parser.add_argument("--all", action="store_true", help="also the strided and int64 kernels "
+                        "(by default: the contiguous kernels, and the rows kernels of the fused "
+                        "ops, whose bias or halves make them the ones that run)")
     parser.add_argument("--out", help="write the markdown table here too")
     args = parser.parse_args()
     registers = {}
     cubin = args.cubin
     if cubin is None:
         cubin, registers = compile_cubin(narrow_only=True)
-    rows = ["| pass | variant | dtype | instr/elem (budget) | FP64/elem (budget) | MUFU/elem | "
-            "convert/elem | 16-byte LDG/STG | LDL/STL | registers |", "|" + "---|" * 10]
+    header = ["| kernel | pass | variant | dtype | instr/elem (budget) | FP64/elem (budget) | "
+              "MUFU/elem | convert/elem | 16-byte LDG/STG | LDL/STL | registers |", "|" + "---|" * 11]
+    rows = []  # (sort key, line): by pass, variant, dtype and kernel
     for name, instructions in kernels(cubin):
         parsed = parse_name(name)
         if parsed is None:
             continue
         kind, pass_name, variant, (dtype, size), index = parsed
-        if not args.all and (kind != "contiguous" or index != "int32"):
+        fused = pass_name.startswith(("bias_gelu", "geglu"))
+        shown = (kind == "contiguous" and index == "int32" and not fused) or (
+            kind == "rows" and fused)
+        if not args.all and not shown:
             continue
         loop = main_loop(instructions) or []
-        vector_elements = 16 // size
+        vector_elements = 1 if kind == "strided" else 16 // size
         counts = {"fp64": 0, "mufu": 0, "convert": 0}
         for _, op, _ in loop:
             c = classify(op)
@@ -159,11 +166,14 @@ def main():
         local = sum(op.startswith(("LDL", "STL")) for _, op, _ in instructions)
         b = budget(pass_name, size)
         per = lambda n: n / vector_elements  # noqa: E731
-        rows.append(f"| {pass_name} | {variant} | {dtype} | {per(len(body)):.1f} ({b['issue']:.0f}) "
-                    f"| {per(counts['fp64']):.1f} ({b['fp64']:.0f}) | {per(counts['mufu']):.1f} "
-                    f"| {per(counts['convert']):.1f} | {'yes' if wide else 'NO'} | {local} | "
-                    f"{registers.get(name, '?')} |")
-    table = "\n".join(rows)
+        key = (list(PASSES.values()).index(pass_name), list(VARIANTS.values()).index(variant),
+               ["float32", "bfloat16", "float16", "float64"].index(dtype), kind, index or "")
+        rows.append((key, f"| {kind} | {pass_name} | {variant} | {dtype} | {per(len(body)):.1f} "
+                          f"({b['issue']:.0f}) "
+                          f"| {per(counts['fp64']):.1f} ({b['fp64']:.0f}) | "
+                          f"{per(counts['mufu']):.1f} | {per(counts['convert']):.1f} | "
+                          f"{'yes' if wide else 'NO'} | {local} | {registers.get(name, '?')} |"))
+    table = "\n".join(header + [line for _, line in sorted(rows)])
     print(table)
     if args.out:
         with open(args.out, "w") as f:

@@ -208,25 +208,31 @@ def test_every_16bit_input_forward_and_backward(emulated, dtype, approximate):
 
 
 def strided_layouts(rows, cols, dtype, roles, seed=0):
-    """Operands as the CUDA ops meet them, each [rows, cols] with its own strides:
-    - "transposed": inputs that are transposes of contiguous tensors, outputs contiguous;
-    - "broadcast": a bias (or any input) of stride 0 over the rows;
-    - "halves": two inputs that are the halves of one [rows, 2 cols] tensor (geglu's chunk),
-      outputs every other column of a wider tensor."""
+    """Operands as the CUDA ops meet them, each [rows, cols] with its own strides, and whether
+    the outputs are every other column of a wider tensor:
+    - "transposed": inputs that are transposes of contiguous tensors;
+    - "broadcast": a bias (or the last input) of stride 0 over the rows;
+    - "halves": inputs that are slices of one [rows, k cols] tensor (geglu's chunk);
+    - "spread outputs": contiguous inputs, outputs with a column stride of 2."""
     n = rows * cols
     values = [v.reshape(rows, cols) for v in make_inputs(roles, n, dtype, seed)]
     yield "transposed", [v.t().contiguous().t() for v in values], False
     yield "broadcast", [v[:1].expand(rows, cols) if role == "bias" or k == len(roles) - 1 else v
                         for k, (v, role) in enumerate(zip(values, roles))], False
     packed = torch.cat(values + values, dim=1)
-    yield "halves", [packed[:, k * cols:(k + 1) * cols] for k in range(len(values))], True
+    yield "halves", [packed[:, k * cols:(k + 1) * cols] for k in range(len(values))], False
+    yield "spread outputs", values, True
 
 
+@pytest.mark.parametrize("cols", [29, 32])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("pass_name", PASSES)
-def test_strided_kernel_agrees_with_cpu(emulated, pass_name, dtype, approximate):
+def test_strided_kernels_agree_with_cpu(emulated, pass_name, dtype, approximate, cols):
+    """29 columns: the strided kernel, an element per thread. 32 columns: where every operand's
+    rows are contiguous and 16-byte aligned (broadcast, halves), the rows kernel, a vector per
+    thread; elsewhere the strided kernel."""
     _, roles, cpu_op, scales = PASSES[pass_name]
-    rows, cols = 37, 29
+    rows = 37
     for layout, inputs, spread_outputs in strided_layouts(rows, cols, dtype, roles):
         outputs = []
         for _ in range(NUM_OUTPUTS.get(pass_name, 1)):
@@ -239,6 +245,16 @@ def test_strided_kernel_agrees_with_cpu(emulated, pass_name, dtype, approximate)
         wide = [t.double() for t in inputs]
         for k, (got, want, scale) in enumerate(zip(outputs, expected, scales(wide, approximate))):
             assert_agree(got, want, scale, f"{pass_name} output {k}, {dtype}, {layout} layout")
+
+
+def test_rows_of_vectors_need_aligned_rows(emulated):
+    """Rows whose starts are not all 16-byte aligned (a row stride of 36 bytes) take the strided
+    kernel; the results must not depend on it."""
+    base = gelu_arguments(37 * 9, torch.float32, seed=5).reshape(37, 9)
+    x = base[:, :8]  # 8 floats per row: whole vectors, but row i starts at 36 i bytes
+    out = torch.full((37, 8), float("nan"))
+    launch_strided(emulated, "forward", "none", [out], [x])
+    assert_agree(out, ops.gelu(x.contiguous(), "none"), 0, "forward, unaligned rows")
 
 
 def test_three_dimensional_strided_layout(emulated):

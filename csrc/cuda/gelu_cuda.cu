@@ -1,5 +1,7 @@
 // CUDA kernels and launchers. Each element runs the math of gelu_math.h; this file only moves
-// data: 16-byte vector loads and stores on contiguous aligned operands, a strided path for the rest.
+// data: 16-byte vector loads and stores on contiguous aligned operands and on rows of them (the
+// fused ops' broadcast bias and halves), a strided path for the rest. Kernels use no shared memory
+// or synchronization, so that tests/test_cuda_emulated.py can run them on the CPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -105,6 +107,31 @@ __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)
   for (int k = 0; k < M::kOutputs; ++k) out[k][e] = Storage<D>::store(b[k]);
 }
 
+// One 16-byte vector of every operand: loaded from in[k], the pass applied to each element,
+// stored to out[k].
+template <Pass P, Approximate A, DType D, class V>
+__device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
+  using M = math::PassMath<P, A, D == DType::kFloat64>;
+  using T = typename Storage<D>::T;
+  constexpr int kVec = sizeof(V) / sizeof(T);
+  T in_values[M::kInputs][kVec], out_values[M::kOutputs][kVec];
+#pragma unroll
+  for (int k = 0; k < M::kInputs; ++k) {
+    const V loaded = *in[k];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) in_values[k][e] = loaded.v[e];
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) apply_element<P, A, D, kVec>(in_values, out_values, e);
+#pragma unroll
+  for (int k = 0; k < M::kOutputs; ++k) {
+    V stored;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) stored.v[e] = out_values[k][e];
+    *out[k] = stored;
+  }
+}
+
 // Contiguous operands whose addresses are 16-byte aligned: each thread moves 16 bytes per operand
 // per step, in a grid-stride loop; the last n % kVec elements are done one per thread.
 template <Pass P, Approximate A, DType D, class index_t>
@@ -118,22 +145,13 @@ __global__ void __launch_bounds__(kBlockSize) contiguous_kernel(Operands ops, in
   const index_t step = static_cast<index_t>(gridDim.x) * kBlockSize;
   const index_t first = static_cast<index_t>(blockIdx.x) * kBlockSize + threadIdx.x;
   for (index_t v = first; v < num_vecs; v += step) {
-    T in[kIn][kVec], out[kOut][kVec];
+    const V* in[kIn];
+    V* out[kOut];
 #pragma unroll
-    for (int k = 0; k < kIn; ++k) {
-      const V loaded = reinterpret_cast<const V*>(ops.ptr[kOut + k])[v];
+    for (int k = 0; k < kIn; ++k) in[k] = reinterpret_cast<const V*>(ops.ptr[kOut + k]) + v;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) in[k][e] = loaded.v[e];
-    }
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) apply_element<P, A, D, kVec>(in, out, e);
-#pragma unroll
-    for (int k = 0; k < kOut; ++k) {
-      V stored;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) stored.v[e] = out[k][e];
-      reinterpret_cast<V*>(ops.ptr[k])[v] = stored;
-    }
+    for (int k = 0; k < kOut; ++k) out[k] = reinterpret_cast<V*>(ops.ptr[k]) + v;
+    vector_step<P, A, D>(out, in);
   }
   const index_t i = num_vecs * kVec + first;
   if (i < n) {
@@ -143,6 +161,40 @@ __global__ void __launch_bounds__(kBlockSize) contiguous_kernel(Operands ops, in
     apply_element<P, A, D, 1>(in, out, 0);
 #pragma unroll
     for (int k = 0; k < kOut; ++k) reinterpret_cast<T*>(ops.ptr[k])[i] = out[k][0];
+  }
+}
+
+// Rows of 16-byte vectors: every operand contiguous along a row of vecs_per_row vectors, with
+// its own byte stride between rows (0 for a broadcast bias; twice the row for geglu's halves of
+// one tensor), every row start 16-byte aligned. One division per vector finds its row.
+struct RowStrides {
+  int32_t bytes[kMaxOperands];
+};
+
+template <Pass P, Approximate A, DType D>
+__global__ void __launch_bounds__(kBlockSize) rows_kernel(Operands ops, RowStrides rows,
+                                                          int32_t vecs_per_row, int32_t num_vecs) {
+  using M = math::PassMath<P, A, D == DType::kFloat64>;
+  using T = typename Storage<D>::T;
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kOut = M::kOutputs, kIn = M::kInputs;
+  using V = Vec<T, kVec>;
+  const int32_t step = gridDim.x * kBlockSize;
+  for (int32_t v = blockIdx.x * kBlockSize + threadIdx.x; v < num_vecs; v += step) {
+    const int32_t row = v / vecs_per_row, column = v - row * vecs_per_row;
+    const V* in[kIn];
+    V* out[kOut];
+#pragma unroll
+    for (int k = 0; k < kIn; ++k) {
+      in[k] = reinterpret_cast<const V*>(ops.ptr[kOut + k] +
+                                         static_cast<int64_t>(row) * rows.bytes[kOut + k]) + column;
+    }
+#pragma unroll
+    for (int k = 0; k < kOut; ++k) {
+      out[k] = reinterpret_cast<V*>(ops.ptr[k] + static_cast<int64_t>(row) * rows.bytes[k]) +
+               column;
+    }
+    vector_step<P, A, D>(out, in);
   }
 }
 
@@ -205,9 +257,34 @@ cudaError_t launch_contiguous_typed(const Operands& ops, int64_t n, cudaStream_t
   return cudaGetLastError();
 }
 
+// Whether a layout is rows of aligned 16-byte vectors for every operand (rows_kernel): two
+// dimensions, the first contiguous for every operand and a whole number of vectors long, every
+// address and row stride a multiple of 16 bytes.
+bool is_rows_of_vectors(const Operands& ops, const StridedLayout& layout, int operands,
+                        int element_size) {
+  if (layout.ndim != 2 || layout.sizes[0] % (16 / element_size) != 0) return false;
+  for (int k = 0; k < operands; ++k) {
+    if (layout.strides[k][0] != element_size || layout.strides[k][1] % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(ops.ptr[k]) % 16 != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 template <Pass P, Approximate A, DType D>
 cudaError_t launch_strided_typed(const Operands& ops, const StridedLayout& layout,
                                  cudaStream_t stream) {
+  constexpr int kSize = sizeof(typename Storage<D>::T);
+  if (is_rows_of_vectors(ops, layout, num_operands(P), kSize)) {
+    RowStrides rows{};
+    for (int k = 0; k < num_operands(P); ++k) rows.bytes[k] = layout.strides[k][1];
+    const int32_t vecs_per_row = layout.sizes[0] / (16 / kSize);
+    const int32_t num_vecs = vecs_per_row * layout.sizes[1];
+    rows_kernel<P, A, D><<<grid_size(num_vecs), kBlockSize, 0, stream>>>(ops, rows, vecs_per_row,
+                                                                         num_vecs);
+    return cudaGetLastError();
+  }
   int64_t n = 1;
   for (int d = 0; d < layout.ndim; ++d) n *= layout.sizes[d];
   strided_kernel<P, A, D><<<grid_size(n), kBlockSize, 0, stream>>>(ops, layout,
