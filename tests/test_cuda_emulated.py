@@ -247,6 +247,27 @@ def test_strided_kernels_agree_with_cpu(emulated, pass_name, dtype, approximate,
             assert_agree(got, want, scale, f"{pass_name} output {k}, {dtype}, {layout} layout")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("pass_name", ["bias_forward", "geglu_backward"])
+def test_rows_kernel_grid_stride(emulated, pass_name, dtype):
+    """More vectors (200 rows of 24) than the emulated grid has threads (2 multiprocessors x 8
+    blocks x 256), so threads step on to later rows, and 24 does not divide that step, so their
+    columns wrap."""
+    _, roles, cpu_op, scales = PASSES[pass_name]
+    rows, cols = 200, 24 * (16 // torch.empty(0, dtype=dtype).element_size())
+    assert rows * 24 > 2 * 8 * 256 and (2 * 8 * 256) % 24 != 0
+    inputs = dict((name, list(t)) for name, *t in strided_layouts(rows, cols, dtype, roles))
+    for layout in ("broadcast", "halves"):
+        operands, _ = inputs[layout]
+        outputs = [torch.full((rows, cols), float("nan"), dtype=dtype)
+                   for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+        launch_strided(emulated, pass_name, "none", outputs, operands)
+        expected = cpu_op([t.contiguous() for t in operands], "none")
+        wide = [t.double() for t in operands]
+        for k, (got, want, scale) in enumerate(zip(outputs, expected, scales(wide, "none"))):
+            assert_agree(got, want, scale, f"{pass_name} output {k}, {dtype}, {layout} layout")
+
+
 def test_rows_of_vectors_need_aligned_rows(emulated):
     """Rows whose starts are not all 16-byte aligned (a row stride of 36 bytes) take the strided
     kernel; the results must not depend on it."""

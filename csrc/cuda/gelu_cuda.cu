@@ -166,7 +166,8 @@ __global__ void __launch_bounds__(kBlockSize) contiguous_kernel(Operands ops, in
 
 // Rows of 16-byte vectors: every operand contiguous along a row of vecs_per_row vectors, with
 // its own byte stride between rows (0 for a broadcast bias; twice the row for geglu's halves of
-// one tensor), every row start 16-byte aligned. One division per vector finds its row.
+// one tensor), every row start 16-byte aligned. A thread divides once to find its first vector's
+// row and column, then steps both (a division per vector would cost 20-odd instructions).
 struct RowStrides {
   int32_t bytes[kMaxOperands];
 };
@@ -180,8 +181,10 @@ __global__ void __launch_bounds__(kBlockSize) rows_kernel(Operands ops, RowStrid
   constexpr int kOut = M::kOutputs, kIn = M::kInputs;
   using V = Vec<T, kVec>;
   const int32_t step = gridDim.x * kBlockSize;
-  for (int32_t v = blockIdx.x * kBlockSize + threadIdx.x; v < num_vecs; v += step) {
-    const int32_t row = v / vecs_per_row, column = v - row * vecs_per_row;
+  const int32_t step_rows = step / vecs_per_row, step_columns = step - step_rows * vecs_per_row;
+  const int32_t first = blockIdx.x * kBlockSize + threadIdx.x;
+  int32_t row = first / vecs_per_row, column = first - row * vecs_per_row;
+  for (int32_t v = first; v < num_vecs; v += step) {
     const V* in[kIn];
     V* out[kOut];
 #pragma unroll
@@ -195,6 +198,12 @@ __global__ void __launch_bounds__(kBlockSize) rows_kernel(Operands ops, RowStrid
                column;
     }
     vector_step<P, A, D>(out, in);
+    row += step_rows;
+    column += step_columns;
+    if (column >= vecs_per_row) {
+      column -= vecs_per_row;
+      ++row;
+    }
   }
 }
 
