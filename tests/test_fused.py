@@ -53,9 +53,16 @@ def randn(*shape, dtype=torch.float32, device="cpu", scale=3.0, seed=0):
 # ---------------------------------------------------------------------------------------------
 # bias_gelu
 
+# Row lengths: on CUDA, 37 takes the strided kernel and 64 the rows kernel (whole, aligned 16-byte
+# vectors per row).
+COLUMNS = [37, 64]
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_bias_gelu_values(device, approximate, dtype):
-    x, b = randn(64, 37, dtype=dtype, device=device), randn(37, dtype=dtype, device=device, seed=1)
+def test_bias_gelu_values(device, approximate, dtype, columns):
+    x = randn(64, columns, dtype=dtype, device=device)
+    b = randn(columns, dtype=dtype, device=device, seed=1)
     y = gelu_ext.bias_gelu(x, b, approximate).cpu()
     # The kernel forms the sum exactly for 16-bit and float32 operands (in double, or as a float
     # pair), and with one rounding for float64 ones, whose results are judged against mpmath.
@@ -63,10 +70,12 @@ def test_bias_gelu_values(device, approximate, dtype):
     assert_ulps(y, exact(z, approximate, dtype)[0], ULPS[dtype], f"bias_gelu {dtype}", z)
 
 
+@pytest.mark.parametrize("columns", COLUMNS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_bias_gelu_backward_values(device, approximate, dtype):
-    x, b = randn(64, 37, dtype=dtype, device=device), randn(37, dtype=dtype, device=device, seed=1)
-    grad = randn(64, 37, dtype=dtype, device=device, seed=2, scale=1.0)
+def test_bias_gelu_backward_values(device, approximate, dtype, columns):
+    x = randn(64, columns, dtype=dtype, device=device)
+    b = randn(columns, dtype=dtype, device=device, seed=1)
+    grad = randn(64, columns, dtype=dtype, device=device, seed=2, scale=1.0)
     grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, approximate)
     z = x.cpu().double() + b.cpu().double()
     _, d1 = exact(z, approximate, dtype)
@@ -182,10 +191,11 @@ def test_geglu_values(device, approximate, dtype):
                         *ops.geglu_backward(grad, gate, up, approximate), approximate, dtype)
 
 
+@pytest.mark.parametrize("columns", COLUMNS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_geglu_packed_values(device, approximate, dtype):
-    h = randn(64, 2 * 37, dtype=dtype, device=device)
-    grad = randn(64, 37, dtype=dtype, device=device, seed=2, scale=1.0)
+def test_geglu_packed_values(device, approximate, dtype, columns):
+    h = randn(64, 2 * columns, dtype=dtype, device=device)
+    grad = randn(64, columns, dtype=dtype, device=device, seed=2, scale=1.0)
     grad_h = ops.geglu_packed_backward(grad, h, approximate)
     assert grad_h.shape == h.shape
     assert_geglu_values(*h.chunk(2, dim=-1), grad, gelu_ext.geglu_packed(h, approximate),
