@@ -156,6 +156,33 @@ def pointers(tensors):
     return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
 
 
+class GuardedOutput:
+    """A NaN-filled output [rows, cols] (or [n]) inside a larger buffer: 64 bytes of margin on
+    each side and, if spread, an unused column after each of its own. A kernel writing outside
+    its output would leave numbers in that space (only NaN inputs give NaN results)."""
+
+    MARGIN_BYTES = 64
+
+    def __init__(self, shape, dtype, spread=False):
+        margin = self.MARGIN_BYTES // torch.empty(0, dtype=dtype).element_size()
+        rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+        width = 2 * cols if spread else cols
+        self.buffer = torch.full((2 * margin + rows * width,), float("nan"), dtype=dtype)
+        self.outside = torch.ones_like(self.buffer, dtype=torch.bool)
+        inner = self.buffer[margin:margin + rows * width].view(rows, width)
+        inner_outside = self.outside[margin:margin + rows * width].view(rows, width)
+        if spread:
+            self.view = inner[:, ::2]
+            inner_outside[:, ::2] = False
+        else:
+            self.view = inner.view(shape)
+            inner_outside[:] = False
+
+    def assert_untouched_outside(self, what):
+        stray = ~self.buffer[self.outside].isnan()
+        assert not stray.any(), f"{what}: {int(stray.sum())} writes outside the output"
+
+
 def launch_contiguous(lib, pass_name, approximate, outputs, inputs):
     code = PASSES[pass_name][0]
     status = lib.emulated_launch_contiguous(
@@ -184,13 +211,15 @@ def test_contiguous_kernel_agrees_with_cpu(emulated, pass_name, dtype, approxima
     size) elements."""
     _, roles, cpu_op, scales = PASSES[pass_name]
     inputs = make_inputs(roles, n, dtype)
-    outputs = [torch.full((n,), float("nan"), dtype=dtype)
-               for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+    guarded = [GuardedOutput((n,), dtype) for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+    outputs = [g.view for g in guarded]
     launch_contiguous(emulated, pass_name, approximate, outputs, inputs)
     wide = [t.double() for t in inputs]
     for k, (got, expected, scale) in enumerate(zip(outputs, cpu_op(inputs, approximate),
                                                    scales(wide, approximate))):
-        assert_agree(got, expected, scale, f"{pass_name} output {k}, {dtype}, n={n}")
+        what = f"{pass_name} output {k}, {dtype}, n={n}"
+        assert_agree(got, expected, scale, what)
+        guarded[k].assert_untouched_outside(what)
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
@@ -234,17 +263,16 @@ def test_strided_kernels_agree_with_cpu(emulated, pass_name, dtype, approximate,
     _, roles, cpu_op, scales = PASSES[pass_name]
     rows = 37
     for layout, inputs, spread_outputs in strided_layouts(rows, cols, dtype, roles):
-        outputs = []
-        for _ in range(NUM_OUTPUTS.get(pass_name, 1)):
-            if spread_outputs:
-                outputs.append(torch.full((rows, 2 * cols), float("nan"), dtype=dtype)[:, ::2])
-            else:
-                outputs.append(torch.full((rows, cols), float("nan"), dtype=dtype))
+        guarded = [GuardedOutput((rows, cols), dtype, spread_outputs)
+                   for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+        outputs = [g.view for g in guarded]
         launch_strided(emulated, pass_name, approximate, outputs, inputs)
         expected = cpu_op([t.contiguous() for t in inputs], approximate)
         wide = [t.double() for t in inputs]
         for k, (got, want, scale) in enumerate(zip(outputs, expected, scales(wide, approximate))):
-            assert_agree(got, want, scale, f"{pass_name} output {k}, {dtype}, {layout} layout")
+            what = f"{pass_name} output {k}, {dtype}, {layout} layout"
+            assert_agree(got, want, scale, what)
+            guarded[k].assert_untouched_outside(what)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -259,23 +287,26 @@ def test_rows_kernel_grid_stride(emulated, pass_name, dtype):
     inputs = dict((name, list(t)) for name, *t in strided_layouts(rows, cols, dtype, roles))
     for layout in ("broadcast", "halves"):
         operands, _ = inputs[layout]
-        outputs = [torch.full((rows, cols), float("nan"), dtype=dtype)
-                   for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+        guarded = [GuardedOutput((rows, cols), dtype) for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+        outputs = [g.view for g in guarded]
         launch_strided(emulated, pass_name, "none", outputs, operands)
         expected = cpu_op([t.contiguous() for t in operands], "none")
         wide = [t.double() for t in operands]
         for k, (got, want, scale) in enumerate(zip(outputs, expected, scales(wide, "none"))):
-            assert_agree(got, want, scale, f"{pass_name} output {k}, {dtype}, {layout} layout")
+            what = f"{pass_name} output {k}, {dtype}, {layout} layout"
+            assert_agree(got, want, scale, what)
+            guarded[k].assert_untouched_outside(what)
 
 
 def test_rows_of_vectors_need_aligned_rows(emulated):
-    """Rows whose starts are not all 16-byte aligned (a row stride of 36 bytes) take the strided
-    kernel; the results must not depend on it."""
-    base = gelu_arguments(37 * 9, torch.float32, seed=5).reshape(37, 9)
-    x = base[:, :8]  # 8 floats per row: whole vectors, but row i starts at 36 i bytes
-    out = torch.full((37, 8), float("nan"))
-    launch_strided(emulated, "forward", "none", [out], [x])
-    assert_agree(out, ops.gelu(x.contiguous(), "none"), 0, "forward, unaligned rows")
+    """Rows whose starts are not all 16-byte aligned take the strided kernel: a row stride of 36
+    bytes, or an input starting 4 bytes past an aligned address."""
+    base = gelu_arguments(37 * 9 + 1, torch.float32, seed=5)
+    for what, x in [("row stride 36 bytes", base[:37 * 9].view(37, 9)[:, :8]),
+                    ("start 4 bytes off", base[1:1 + 37 * 8].view(37, 8))]:
+        out = torch.full((37, 8), float("nan"))
+        launch_strided(emulated, "forward", "none", [out], [x])
+        assert_agree(out, ops.gelu(x.contiguous(), "none"), 0, f"forward, {what}")
 
 
 def test_three_dimensional_strided_layout(emulated):
