@@ -62,10 +62,11 @@ def emulated(tmp_path_factory):
     return ctypes.CDLL(str(library))
 
 
-# Each pass: its code (kernels.h), the roles of its inputs ("x": a GELU argument, "grad": any
-# value), the CPU op giving its outputs, and for each output the magnitude of the terms whose sum
-# it is (0 for a value, whose own magnitude counts), float64: near a root of f' or f'' the terms
-# cancel, and the two backends' float32 and float64 results agree to ulps of that magnitude.
+# Each pass: its code (kernels.h); the roles of its inputs ("x": a GELU argument; "grad" or
+# "bias": any value); the CPU op giving its outputs; and, in float64, the scale of each output:
+# the magnitude of the terms it sums (|grad| times those of f' or f''), or 0 where the output's own
+# magnitude is the scale. Near a root of f' or f'' the terms cancel, so float32 and float64
+# results agree to ulps of that scale rather than of their own magnitude.
 PASSES = {
     "forward": (0, ["x"], lambda i, a: [ops.gelu(i[0], a)], lambda i, a: [0]),
     "backward": (1, ["grad", "x"], lambda i, a: [ops.gelu_backward(i[0], i[1], a)],
@@ -125,7 +126,7 @@ def make_inputs(roles, n, dtype, seed=0):
     for k, role in enumerate(roles):
         if role == "x":
             inputs.append(gelu_arguments(n, dtype, seed + k))
-        else:  # a gradient, bias or `up`: any finite value
+        else:  # a gradient, a bias or geglu's `up`: any finite value
             g = torch.Generator().manual_seed(seed + k)
             inputs.append(torch.randn(n, generator=g, dtype=torch.float64).mul(2).to(dtype))
     return inputs
