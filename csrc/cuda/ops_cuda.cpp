@@ -46,7 +46,8 @@ void run_cuda(at::TensorIteratorBase& iter, Pass pass, Approximate approximate) 
         cuda::launch_contiguous(pass, approximate, dtype, data, iter.numel(), stream));
     return;
   }
-  // The strided kernel indexes in 32 bits; larger iterations are split into pieces that fit.
+  // Other layouts take the rows or the strided kernel (gelu_cuda.cu picks), which index in 32
+  // bits; larger iterations are split into pieces that fit.
   for (auto& piece : iter.with_32bit_indexing())
     launch_strided(piece, pass, approximate, dtype, stream);
 }
