@@ -141,7 +141,8 @@ def main():
     if cubin is None:
         cubin, registers = compile_cubin(narrow_only=True)
     header = ["| kernel | pass | variant | dtype | instr/elem (budget) | FP64/elem (budget) | "
-              "MUFU/elem | convert/elem | 16-byte LDG/STG | LDL/STL | registers |", "|" + "---|" * 11]
+              "MUFU/elem | convert/elem | 16-byte LDG/STG | LDL/STL | registers |",
+              "|" + "---|" * 11]
     rows = []  # (sort key, line): by pass, variant, dtype and kernel
     for name, instructions in kernels(cubin):
         parsed = parse_name(name)

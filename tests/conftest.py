@@ -9,6 +9,17 @@ HALF_DTYPES = [torch.float16, torch.bfloat16]
 # 1e-12 error.
 CORRECTLY_ROUNDED = 0.5 + 1e-6
 
+# Largest error of f, in ulps of the exact value, on every input tested.
+FORWARD_ULPS = {torch.float32: 1.0, torch.float16: CORRECTLY_ROUNDED,
+                torch.bfloat16: CORRECTLY_ROUNDED, torch.float64: 2.0}
+# Largest errors of f' and f'', in ulps of the dtype at max(|exact|, terms): where f' or f''
+# crosses zero its terms cancel and relative error is meaningless, so the error is bounded by
+# ulps of the larger term instead (gelu_ext.reference.derivative_scales).
+FIRST_DERIVATIVE_ULPS = {torch.float32: 2.0, torch.float64: 2.0, torch.float16: CORRECTLY_ROUNDED,
+                         torch.bfloat16: CORRECTLY_ROUNDED}
+SECOND_DERIVATIVE_ULPS = {torch.float32: 1.0, torch.float64: 1.0,
+                          torch.float16: CORRECTLY_ROUNDED, torch.bfloat16: CORRECTLY_ROUNDED}
+
 APPROXIMATIONS = ["none", "tanh", "sigmoid"]
 
 CUDA_BUILT = torch._C._dispatch_has_kernel_for_dispatch_key("gelu_ext::gelu", "CUDA")
@@ -55,6 +66,18 @@ def single_path_edges_f64():
     edges = torch.cat([edges, edges.nextafter(torch.zeros(2, dtype=torch.float64)),
                        edges.nextafter(torch.full((2,), 1e3, dtype=torch.float64))])
     return torch.cat([edges, -edges, torch.linspace(-400, 400, 81, dtype=torch.float64)])
+
+
+def assert_within(y, exact, scale, bound, dtype, what, x):
+    """Every element of y within `bound` ulps of the dtype at max(|exact|, scale) (float64)."""
+    from gelu_ext.reference import ulp
+
+    unit = ulp(torch.maximum(exact.abs(), scale), dtype)
+    err = (y.double() - exact).abs() / unit
+    worst = int(err.argmax())
+    assert err[worst].item() <= bound, (
+        f"{what}: error {err[worst].item():.3f} ulp > {bound} at x={x[worst].item()!r}: "
+        f"got {y[worst].item()!r}, expected {exact[worst].item()!r}")
 
 
 def assert_ulps(y, ref, bound, what, x=None):

@@ -5,21 +5,13 @@ import math
 
 import pytest
 import torch
-from conftest import (CORRECTLY_ROUNDED, FLOAT_DTYPES, HALF_DTYPES, all_values, binade_samples,
-                      single_path_edges_f64)
+from conftest import (FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, HALF_DTYPES, SECOND_DERIVATIVE_ULPS,
+                      all_values, assert_within, binade_samples, single_path_edges_f64)
 
 import gelu_ext  # noqa: F401
-from gelu_ext.reference import derivative_scales, mp_reference, torch_reference, ulp
+from gelu_ext.reference import derivative_scales, mp_reference, torch_reference
 
 ops = torch.ops.gelu_ext
-
-# Error bounds in ulps of the dtype at max(|exact|, terms): where f' or f'' crosses zero its
-# terms cancel and relative error is meaningless, so the error is bounded by ulps of the larger
-# term instead (gelu_ext.reference.derivative_scales).
-FIRST_DERIVATIVE_ULPS = {torch.float32: 2.0, torch.float64: 2.0, torch.float16: CORRECTLY_ROUNDED,
-                         torch.bfloat16: CORRECTLY_ROUNDED}
-SECOND_DERIVATIVE_ULPS = {torch.float32: 1.0, torch.float64: 1.0,
-                          torch.float16: CORRECTLY_ROUNDED, torch.bfloat16: CORRECTLY_ROUNDED}
 
 
 def inputs(dtype):
@@ -28,16 +20,6 @@ def inputs(dtype):
         return x[x.isfinite()]
     return torch.cat([binade_samples(dtype, per_binade=8),
                       torch.linspace(-40, 10, 20001, dtype=torch.float64).to(dtype)])
-
-
-def assert_within(y, exact, scale, bound, dtype, what, x):
-    # ulps of the dtype at max(|exact|, scale) where scale > 0
-    unit = ulp(torch.maximum(exact.abs(), scale), dtype)
-    err = (y.double() - exact).abs() / unit
-    worst = int(err.argmax())
-    assert err[worst].item() <= bound, (
-        f"{what}: error {err[worst].item():.3f} ulp > {bound} at x={x[worst].item()!r}: "
-        f"got {y[worst].item()!r}, expected {exact[worst].item()!r}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES])

@@ -6,16 +6,11 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import (CORRECTLY_ROUNDED, FLOAT_DTYPES, HALF_DTYPES, all_values, assert_ulps,
+from conftest import (FLOAT_DTYPES, FORWARD_ULPS, HALF_DTYPES, all_values, assert_ulps,
                       binade_samples, single_path_edges_f64)
 
 import gelu_ext
 from gelu_ext.reference import mp_reference, torch_reference, ulp
-
-# Largest error, in ulps of the exact value, on every input tested here.
-FORWARD_ULPS = {torch.float32: 1.0, torch.float16: CORRECTLY_ROUNDED,
-                torch.bfloat16: CORRECTLY_ROUNDED, torch.float64: 2.0}
-
 
 def float32_inputs():
     """Every binade of both signs, a dense grid over the transition, and the negative tail down

@@ -5,24 +5,20 @@ from fractions import Fraction
 
 import pytest
 import torch
-from conftest import CORRECTLY_ROUNDED, FLOAT_DTYPES, assert_ulps
+from conftest import FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, FORWARD_ULPS, assert_ulps
 from torch.autograd import gradcheck, gradgradcheck
 
 import gelu_ext
 from gelu_ext.reference import derivative_scales, mp_reference, torch_reference, ulp
 
 ops = torch.ops.gelu_ext
-ULPS = {torch.float32: 1.0, torch.float16: CORRECTLY_ROUNDED, torch.bfloat16: CORRECTLY_ROUNDED,
-        torch.float64: 2.0}
-# Gradients that multiply f' by grad (and up): one more rounding in float32 and float64.
-GRAD_ULPS = {torch.float32: 2.0, torch.float16: CORRECTLY_ROUNDED,
-             torch.bfloat16: CORRECTLY_ROUNDED, torch.float64: 2.0}
 
 
 def assert_gradient(got, factor, z, d1, approximate, dtype, what):
-    """got = factor * f'(z) within GRAD_ULPS, in ulps of the exact value, or for float32 and
-    float64 of |factor| (|a| + |b|) where that is larger: near the roots of f' = a + b its terms
-    cancel, and the bound applies to the larger term, as for f' itself (docs/accuracy.md).
+    """got = factor * f'(z) within FIRST_DERIVATIVE_ULPS, in ulps of the exact value, or for
+    float32 and float64 of |factor| (|a| + |b|) where that is larger: near the roots of f' = a + b
+    its terms cancel, and the bound applies to the larger term, as for f' itself
+    (docs/accuracy.md).
     16-bit results are correctly rounded everywhere."""
     expected = factor * d1
     magnitude = expected.abs()
@@ -30,7 +26,7 @@ def assert_gradient(got, factor, z, d1, approximate, dtype, what):
         magnitude = torch.maximum(magnitude, factor.abs() * derivative_scales(z, approximate)[0])
     err = ((got.cpu().double() - expected).abs() / ulp(magnitude, dtype)).flatten()
     worst = int(err.argmax())
-    assert err[worst] <= GRAD_ULPS[dtype], (
+    assert err[worst] <= FIRST_DERIVATIVE_ULPS[dtype], (
         f"{what} {dtype}: error {err[worst]:.3f} ulp at z={z.flatten()[worst].item()!r}")
 
 
@@ -67,7 +63,7 @@ def test_bias_gelu_values(device, approximate, dtype, columns):
     # The kernel forms the sum exactly for 16-bit and float32 operands (in double, or as a float
     # pair), and with one rounding for float64 ones, whose results are judged against mpmath.
     z = x.cpu().double() + b.cpu().double()
-    assert_ulps(y, exact(z, approximate, dtype)[0], ULPS[dtype], f"bias_gelu {dtype}", z)
+    assert_ulps(y, exact(z, approximate, dtype)[0], FORWARD_ULPS[dtype], f"bias_gelu {dtype}", z)
 
 
 @pytest.mark.parametrize("columns", COLUMNS)
@@ -176,8 +172,8 @@ def test_bias_gelu_matches_composition(device, approximate):
 def assert_geglu_values(gate, up, grad, y, grad_gate, grad_up, approximate, dtype):
     f, d1 = exact(gate.cpu().double(), approximate, dtype)
     g, u = grad.cpu().double(), up.cpu().double()
-    assert_ulps(y.cpu(), f * u, ULPS[dtype], f"geglu {dtype}", gate.cpu())
-    assert_ulps(grad_up.cpu(), g * f, ULPS[dtype], f"geglu grad_up {dtype}", gate.cpu())
+    assert_ulps(y.cpu(), f * u, FORWARD_ULPS[dtype], f"geglu {dtype}", gate.cpu())
+    assert_ulps(grad_up.cpu(), g * f, FORWARD_ULPS[dtype], f"geglu grad_up {dtype}", gate.cpu())
     assert_gradient(grad_gate, g * u, gate.cpu().double(), d1, approximate, dtype,
                     "geglu grad_gate")
 
