@@ -2,8 +2,9 @@
 
 Environment variables:
   GELU_EXT_CUDA=0|1      0 skips the CUDA backend; 1 requires it (the build fails if impossible).
-                         Unset: build it whenever torch has CUDA and a CUDA toolkit is found.
-  CUDA_HOME / CUDA_PATH  the CUDA toolkit to use (must contain include/cuda_runtime.h).
+                         Unset (or auto): build it whenever torch has CUDA and a toolkit is found.
+  CUDA_HOME / CUDA_PATH  the CUDA toolkit to use, if it contains include/cuda_runtime.h and
+                         bin/nvcc (otherwise it is searched for: find_cuda_toolkit).
   TORCH_CUDA_ARCH_LIST   GPU architectures, e.g. "9.0" or "8.0;9.0+PTX". Unset with no visible GPU:
                          DEFAULT_CUDA_ARCHS below.
   MAX_JOBS               parallel compile jobs (torch's ninja build honours it).
@@ -72,7 +73,7 @@ def plan_cuda(torch):
     """Decide whether to build CUDA; sets CUDA_HOME for torch.utils.cpp_extension."""
     want = os.environ.get("GELU_EXT_CUDA", "").strip().lower()
     if want not in ("", "0", "1", "auto"):
-        sys.exit(f"[gelu_ext] GELU_EXT_CUDA must be 0, 1 or unset, got {want!r}")
+        sys.exit(f"[gelu_ext] GELU_EXT_CUDA must be 0, 1, auto or unset, got {want!r}")
     if want == "0":
         return False, "skipped: GELU_EXT_CUDA=0"
     problem = None
@@ -139,7 +140,6 @@ def get_extensions():
             nvcc += ["-G"]
         ext = cpp_extension.CUDAExtension(
             "gelu_ext._C", sources, py_limited_api=True,
-            define_macros=[("GELU_EXT_WITH_CUDA", "1")],
             extra_compile_args={"cxx": cxx, "nvcc": nvcc})
         backends.append("cuda")
         log(f"building backends: CPU, CUDA (archs {archs}, from {arch_source})")

@@ -16,8 +16,9 @@
 // Precision. Inputs of float32, float16 and bfloat16 are exact in double; their results are
 // computed in double to a relative error below 2^-32 (the polynomials below, fitted by
 // tools/fit_polynomials.py, are accurate to 2^-33) and rounded once to the output type (the
-// "double path"). float64 inputs go through the *_f64 functions. Faster float paths with an error
-// bound come last: "narrow" for 16-bit outputs, "single" for float32 outputs of the exact form;
+// "double path"). float64 inputs go through the *_f64 functions. Faster paths with an error
+// bound come last: "narrow" (float arithmetic) for 16-bit outputs, "single" (float pairs) for
+// float32 outputs, of every variant, and (double pairs) for float64 outputs of the gated forms;
 // what they cannot bound, the double path redoes.
 //
 // Non-finite inputs: f(+inf) = +inf, f(-inf) = -0, NaN -> NaN; f'(+inf) = 1, f'(-inf) = -0,

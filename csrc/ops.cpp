@@ -309,7 +309,8 @@ TORCH_LIBRARY(gelu_ext, m) {
   //                                 grad_grad_input * grad_output * gelu''(input)).
   m.def("gelu_double_backward(Tensor grad_grad_input, Tensor grad_output, Tensor input, "
         "str approximate=\"none\") -> (Tensor, Tensor)");
-  // gelu(input + bias), bias 1-D over the last dimension; the sum is formed in double.
+  // gelu(input + bias), bias 1-D over the last dimension; the sum is not rounded before the GELU
+  // (float64: rounded once, to double).
   m.def("bias_gelu(Tensor input, Tensor bias, str approximate=\"none\") -> Tensor");
   // (grad_input, grad_bias): grad_output * gelu'(input + bias), and that summed over all but the
   // last dimension (on the CPU in double, compensated for float64, and rounded once).

@@ -194,8 +194,9 @@ def _functorch_wrapped(*tensors):
 def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """gelu(input + bias), fused: bias is 1-D and broadcast over input's last dimension.
 
-    The sum is formed exactly inside the kernel (in double, or as a float pair for float32), so
-    it is not rounded before the GELU. The backward returns grad_input and grad_bias (grad_input
+    The sum is formed exactly inside the kernel for 16-bit and float32 operands (in double, or as
+    a float pair for float32 on the CPU), so it is not rounded before the GELU; for float64 it is
+    rounded once, to double. The backward returns grad_input and grad_bias (grad_input
     summed over all leading dimensions) from one elementwise pass and one reduction.
     """
     check_approximate(approximate)
