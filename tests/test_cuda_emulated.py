@@ -205,23 +205,29 @@ def launch_strided(lib, pass_name, approximate, outputs, inputs):
     assert status == 0
 
 
+def check_pass(launch, lib, pass_name, approximate, inputs, shape, what, spread_outputs=False):
+    """Runs a pass through `launch` into NaN-filled guarded outputs of `shape`, and checks each
+    output against the CPU op (on contiguous copies of the inputs) and its guard space."""
+    _, _, cpu_op, scales = PASSES[pass_name]
+    guarded = [GuardedOutput(shape, inputs[0].dtype, spread_outputs)
+               for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+    launch(lib, pass_name, approximate, [g.view for g in guarded], inputs)
+    expected = cpu_op([t.contiguous() for t in inputs], approximate)
+    wide = [t.double() for t in inputs]
+    for k, (output, want, scale) in enumerate(zip(guarded, expected, scales(wide, approximate))):
+        where = f"{pass_name} output {k}, {inputs[0].dtype}, {what}"
+        assert_agree(output.view, want, scale, where)
+        output.assert_untouched_outside(where)
+
+
 @pytest.mark.parametrize("n", [1, 3, 9, 4099])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("pass_name", PASSES)
 def test_contiguous_kernel_agrees_with_cpu(emulated, pass_name, dtype, approximate, n):
     """16-byte vectors, a grid-stride loop of several rounds, and a tail of n % (16 / element
     size) elements."""
-    _, roles, cpu_op, scales = PASSES[pass_name]
-    inputs = make_inputs(roles, n, dtype)
-    guarded = [GuardedOutput((n,), dtype) for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
-    outputs = [g.view for g in guarded]
-    launch_contiguous(emulated, pass_name, approximate, outputs, inputs)
-    wide = [t.double() for t in inputs]
-    for k, (got, expected, scale) in enumerate(zip(outputs, cpu_op(inputs, approximate),
-                                                   scales(wide, approximate))):
-        what = f"{pass_name} output {k}, {dtype}, n={n}"
-        assert_agree(got, expected, scale, what)
-        guarded[k].assert_untouched_outside(what)
+    inputs = make_inputs(PASSES[pass_name][1], n, dtype)
+    check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, (n,), f"n={n}")
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
@@ -283,19 +289,11 @@ def test_strided_kernels_agree_with_cpu(emulated, pass_name, dtype, approximate,
     """29 columns: the strided kernel, an element per thread. 32 columns: where every operand's
     rows are contiguous and 16-byte aligned (broadcast, halves), the rows kernel, a vector per
     thread; elsewhere the strided kernel."""
-    _, roles, cpu_op, scales = PASSES[pass_name]
     rows = 37
-    for layout, inputs, spread_outputs in strided_layouts(rows, cols, dtype, roles):
-        guarded = [GuardedOutput((rows, cols), dtype, spread_outputs)
-                   for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
-        outputs = [g.view for g in guarded]
-        launch_strided(emulated, pass_name, approximate, outputs, inputs)
-        expected = cpu_op([t.contiguous() for t in inputs], approximate)
-        wide = [t.double() for t in inputs]
-        for k, (got, want, scale) in enumerate(zip(outputs, expected, scales(wide, approximate))):
-            what = f"{pass_name} output {k}, {dtype}, {layout} layout"
-            assert_agree(got, want, scale, what)
-            guarded[k].assert_untouched_outside(what)
+    for layout, inputs, spread_outputs in strided_layouts(rows, cols, dtype,
+                                                          PASSES[pass_name][1]):
+        check_pass(launch_strided, emulated, pass_name, approximate, inputs, (rows, cols),
+                   f"{layout} layout", spread_outputs)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -304,21 +302,12 @@ def test_rows_kernel_grid_stride(emulated, pass_name, dtype):
     """More vectors (200 rows of 24) than the emulated grid has threads (2 multiprocessors x 8
     blocks x 256), so threads step on to later rows, and 24 does not divide that step, so their
     columns wrap."""
-    _, roles, cpu_op, scales = PASSES[pass_name]
     rows, cols = 200, 24 * (16 // torch.empty(0, dtype=dtype).element_size())
     assert rows * 24 > 2 * 8 * 256 and (2 * 8 * 256) % 24 != 0
-    inputs = dict((name, list(t)) for name, *t in strided_layouts(rows, cols, dtype, roles))
-    for layout in ("broadcast", "halves"):
-        operands, _ = inputs[layout]
-        guarded = [GuardedOutput((rows, cols), dtype) for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
-        outputs = [g.view for g in guarded]
-        launch_strided(emulated, pass_name, "none", outputs, operands)
-        expected = cpu_op([t.contiguous() for t in operands], "none")
-        wide = [t.double() for t in operands]
-        for k, (got, want, scale) in enumerate(zip(outputs, expected, scales(wide, "none"))):
-            what = f"{pass_name} output {k}, {dtype}, {layout} layout"
-            assert_agree(got, want, scale, what)
-            guarded[k].assert_untouched_outside(what)
+    for layout, inputs, _ in strided_layouts(rows, cols, dtype, PASSES[pass_name][1]):
+        if layout in ("broadcast", "halves"):
+            check_pass(launch_strided, emulated, pass_name, "none", inputs, (rows, cols),
+                       f"{layout} layout")
 
 
 def test_rows_of_vectors_need_aligned_rows(emulated):

@@ -12,6 +12,7 @@ from conftest import (FLOAT_DTYPES, FORWARD_ULPS, HALF_DTYPES, all_values, asser
 import gelu_ext
 from gelu_ext.reference import mp_reference, torch_reference, ulp
 
+
 def float32_inputs():
     """Every binade of both signs, a dense grid over the transition, and the negative tail down
     to where the results underflow to zero."""
