@@ -297,7 +297,8 @@ GELU_HD V gate_second_derivative(V x, const Gate<V>& g) {
 // Written once for every lane type V, like the double path (float64 data is not narrowed, so
 // the CPU vector kernels run this too): branches are selects, and V provides in addition
 // binary_exponent(x), table_row(row) (each lane's row, of whatever index type the lanes use)
-// and table_entry(column, row) (a lookup in a table column of 16 rows).
+// and table_entry(column, row) (a lookup in a table column of 16 rows), and optionally their own
+// table_row_entries (cpu/simd_avx2.h).
 
 // An unevaluated sum hi + lo with |lo| <= ulp(hi)/2.
 template <class V>
@@ -433,28 +434,36 @@ struct ScaledDD {
     {27.699208415745595, 0.4128082949150244, -2.6646844622180166e-17, -0.0004806934821321308, 1.661953497220217e-05, -5.730037469703279e-07, 1.9698444535225155e-08, -6.751234328822882e-10, 2.3064487729138153e-11, -7.853018699907189e-13, 2.6642519665952667e-14, -9.004324762910869e-16, 3.028518936633567e-17, -1.0148693457733937e-18, 3.531718320593795e-20, -1.17097538425558e-21}, \
     {35.15873679831797, 0.4099580591502109, -1.8738504310297636e-17, -0.00030368296941304024, 8.358065304378784e-06, -2.296409057952416e-07, 6.298350561869299e-09, -1.7242966056608832e-10, 4.711675570437905e-12, -1.2849452648974517e-13, 3.49708857299056e-15, -9.497191200424265e-17, 2.571372088442019e-18, -6.951137466535343e-20, 1.959932065430781e-21, -5.2696984257270805e-23}, \
   }
-// Stored by columns (column c holds the c-th number of every row), so that the SIMD lanes look a
-// column up with one permute across two registers rather than a gather.
-struct TailF64Columns {
+// Stored by rows and by columns (column c holds the c-th number of every row): the AVX-512 lanes
+// look a column up with one permute across two registers, the AVX2 lanes read whole rows.
+struct TailF64Table {
+  double row[16][16];
   double column[16][16];
 };
-constexpr TailF64Columns tail_f64_columns(const double (&rows)[16][16]) {
-  TailF64Columns table{};
+constexpr TailF64Table tail_f64_table(const double (&rows)[16][16]) {
+  TailF64Table table{};
   for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c) table.column[c][r] = rows[r][c];
+    for (int c = 0; c < 16; ++c) table.row[r][c] = table.column[c][r] = rows[r][c];
   return table;
 }
 constexpr double kTailF64Rows[16][16] = GELU_TAIL_F64_TABLE;
 #undef GELU_TAIL_F64_TABLE
 #if defined(__CUDACC__)
-static __device__ const TailF64Columns kTailF64Device = tail_f64_columns(kTailF64Rows);
+static __device__ const TailF64Table kTailF64Device = tail_f64_table(kTailF64Rows);
 #endif
-static constexpr TailF64Columns kTailF64Host = tail_f64_columns(kTailF64Rows);
+static constexpr TailF64Table kTailF64Host = tail_f64_table(kTailF64Rows);
 
 // Each lane's row (a small non-negative integer) as the lanes index tables, then that row's
 // entry in a column of 16 rows.
 GELU_HD int table_row(double row) { return static_cast<int>(row); }
 GELU_HD double table_entry(const double (&column)[16], int row) { return column[row]; }
+// All 16 numbers of each lane's row, by default one column at a time (cpu/simd_avx2.h reads whole
+// rows instead).
+template <class V, class Row>
+GELU_HD void table_row_entries(const double (&)[16][16] /* rows */, const double (&columns)[16][16],
+                               Row row, V (&entries)[16]) {
+  for (int c = 0; c < 16; ++c) entries[c] = table_entry(columns[c], row);
+}
 GELU_HD double binary_exponent(double x) {  // floor(log2 x) for normal positive x
   return static_cast<double>(((bit_cast<int64_t>(x) >> 52) & 0x7ff) - 1023);
 }
@@ -517,16 +526,16 @@ GELU_HD DD<V> tail_factor_f64(V t) {
   n = select(n > V(15.0), V(15.0), n);  // and NaN
   n = select(n >= V(0.0), n, V(15.0));
 #if defined(__CUDA_ARCH__)
-  const TailF64Columns& table = kTailF64Device;
+  const TailF64Table& table = kTailF64Device;
 #else
-  const TailF64Columns& table = kTailF64Host;
+  const TailF64Table& table = kTailF64Host;
 #endif
-  const auto row = table_row(n);
-  const V d = t - table_entry(table.column[0], row);
-  V p = table_entry(table.column[15], row);
-  for (int i = 14; i >= 3; --i) p = fma(p, d, table_entry(table.column[i], row));
-  return fast_two_sum(table_entry(table.column[1], row),
-                      fma(p, d, table_entry(table.column[2], row)));
+  V c[16];
+  table_row_entries(table.row, table.column, table_row(n), c);
+  const V d = t - c[0];
+  V p = c[15];
+  for (int i = 14; i >= 3; --i) p = fma(p, d, c[i]);
+  return fast_two_sum(c[1], fma(p, d, c[2]));
 }
 
 constexpr double kInvSqrt2PiHi = 0.3989422804014327, kInvSqrt2PiLo = -2.49232720227773e-17;
@@ -961,7 +970,8 @@ enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 // sends them to the double path.
 //
 // F is float, or a SIMD vector of floats providing, besides the arithmetic, fms, fmin, fmax,
-// table_entry32(table, shifted) and times_pow2_floor32(value, k) (cpu/simd_*.h).
+// table_entry32(table, shifted) and times_pow2_floor32(value, k) (cpu/simd_*.h), and optionally
+// its own single_coefficients (cpu/simd_avx2.h).
 
 // From tools/fit_polynomials.py: 2^(j/32) = Exp2Hi[j] (1 + Exp2Ratio[j]);
 // e^r - 1 = r + r^2 (c2 + c3 r) on |r| <= ln2/64, relative error of e^r 2^-33.2.
@@ -1190,25 +1200,76 @@ GELU_HD ScaledExp<F> single_gaussian(F t, F t_lo) {
   return single_exp<true>(h, h_lo);
 }
 
+// The nine numbers of an interval's polynomial, c6 .. c2, c0 hi and lo, c1 hi and lo (R's for
+// the forward, S's for the derivative), also stored by rows, padded to three groups of four, for
+// the SIMD lanes that read whole rows rather than look each column up (cpu/simd_avx2.h).
+constexpr int kSingleCoefficients = 9;
+using SingleRow = float[12];
+struct SingleRows {
+  SingleRow row[32];
+};
+constexpr SingleRows single_rows(const float (&c0_hi)[32], const float (&c0_lo)[32],
+                                 const float (&c1_hi)[32], const float (&c1_lo)[32]) {
+  SingleRows rows{};
+  for (int i = 0; i < 32; ++i) {
+    const float entries[kSingleCoefficients] = {
+        kSingleTail6_host[i], kSingleTail5_host[i], kSingleTail4_host[i], kSingleTail3_host[i],
+        kSingleTail2_host[i], c0_hi[i], c0_lo[i], c1_hi[i], c1_lo[i]};
+    for (int c = 0; c < kSingleCoefficients; ++c) rows.row[i][c] = entries[c];
+  }
+  return rows;
+}
+alignas(64) static constexpr SingleRows kSingleTailRows = single_rows(
+    kSingleTail0Hi_host, kSingleTail0Lo_host, kSingleTail1Hi_host, kSingleTail1Lo_host);
+alignas(64) static constexpr SingleRows kSingleSlopeRows = single_rows(
+    kSingleSlope0Hi_host, kSingleSlope0Lo_host, kSingleSlope1Hi_host, kSingleSlope1Lo_host);
+// R's (kTail) or S's rows; none on the GPU, which reads columns.
+template <bool kTail>
+GELU_HD const SingleRow* single_rows_or_none() {
+#if defined(__CUDA_ARCH__)
+  return nullptr;
+#else
+  return kTail ? kSingleTailRows.row : kSingleSlopeRows.row;
+#endif
+}
+
+// The nine numbers for each lane's interval (picked by `shifted`), by default one column at a
+// time; `rows` is the same table by rows (nullptr on the GPU, which does not read it).
+template <class F, class Table>
+GELU_HD void single_coefficients(const SingleRow* /* rows */, F shifted,
+                                 const Table& c0_hi, const Table& c0_lo, const Table& c1_hi,
+                                 const Table& c1_lo, F (&c)[kSingleCoefficients]) {
+  c[0] = table_entry32(GELU_TABLE(kSingleTail6), shifted);
+  c[1] = table_entry32(GELU_TABLE(kSingleTail5), shifted);
+  c[2] = table_entry32(GELU_TABLE(kSingleTail4), shifted);
+  c[3] = table_entry32(GELU_TABLE(kSingleTail3), shifted);
+  c[4] = table_entry32(GELU_TABLE(kSingleTail2), shifted);
+  c[5] = table_entry32(c0_hi, shifted);
+  c[6] = table_entry32(c0_lo, shifted);
+  c[7] = table_entry32(c1_hi, shifted);
+  c[8] = table_entry32(c1_lo, shifted);
+}
+
 // c0 + c1 (s + t_lo) + s^2 (c2 + c3 s + ... + c6 s^4) as a float pair, c0 and c1 themselves
 // pairs; the interval is picked by `shifted`. hi = c0 + c1 s rounded once, and its rounding error
 // recovered exactly, as |c1 s| <= |c0| / 8 makes c0 - hi exact; except where S(t) crosses zero
 // (near t = 0.75), where c0 - hi is then inexact by at most half an ulp of c1 s, far below the
 // derivative's bound there (2 ulps of its larger term).
 template <bool kPair, class F, class Table>
-GELU_HD DD<F> single_polynomial(F s, F t_lo, F shifted, const Table& c0_hi, const Table& c0_lo,
-                                const Table& c1_hi, const Table& c1_lo) {
-  F upper = table_entry32(GELU_TABLE(kSingleTail6), shifted);
-  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail5), shifted));
-  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail4), shifted));
-  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail3), shifted));
-  upper = fma(upper, s, table_entry32(GELU_TABLE(kSingleTail2), shifted));
-  const F c0 = table_entry32(c0_hi, shifted), c1 = table_entry32(c1_hi, shifted);
-  F rest = fma(s * s, upper, fma(table_entry32(c1_lo, shifted), s,
-                                 table_entry32(c0_lo, shifted)));
-  if (kPair) rest = fma(c1, t_lo, rest);
-  const F hi = fma(c1, s, c0);
-  return DD<F>{hi, fma(c1, s, c0 - hi) + rest};
+GELU_HD DD<F> single_polynomial(F s, F t_lo, F shifted, const SingleRow* rows,
+                                const Table& c0_hi, const Table& c0_lo, const Table& c1_hi,
+                                const Table& c1_lo) {
+  F c[kSingleCoefficients];
+  single_coefficients(rows, shifted, c0_hi, c0_lo, c1_hi, c1_lo, c);
+  F upper = c[0];
+  upper = fma(upper, s, c[1]);
+  upper = fma(upper, s, c[2]);
+  upper = fma(upper, s, c[3]);
+  upper = fma(upper, s, c[4]);
+  F rest = fma(s * s, upper, fma(c[8], s, c[6]));
+  if (kPair) rest = fma(c[7], t_lo, rest);
+  const F hi = fma(c[7], s, c[5]);
+  return DD<F>{hi, fma(c[7], s, c[5] - hi) + rest};
 }
 
 // i = round(4 t) in the low bits of the returned shift, and s = t - i/4 (exact).
@@ -1277,14 +1338,14 @@ GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
   SingleParts<F> r{};
   if (kWant & kF) {
     r.value = single_exact_value<kPair>(x, x_lo, t, t_lo, single_scaled_product(
-        e, single_polynomial<kPair>(s, t_lo, shifted, GELU_TABLE(kSingleTail0Hi),
-                                    GELU_TABLE(kSingleTail0Lo), GELU_TABLE(kSingleTail1Hi),
-                                    GELU_TABLE(kSingleTail1Lo))));
+        e, single_polynomial<kPair>(s, t_lo, shifted, single_rows_or_none<true>(),
+                                    GELU_TABLE(kSingleTail0Hi), GELU_TABLE(kSingleTail0Lo),
+                                    GELU_TABLE(kSingleTail1Hi), GELU_TABLE(kSingleTail1Lo))));
   }
   if (kWant & kD1) {
     r.slope = single_reflect(negative, single_scaled_product(e, single_polynomial<kPair>(
-        s, t_lo, shifted, GELU_TABLE(kSingleSlope0Hi), GELU_TABLE(kSingleSlope0Lo),
-        GELU_TABLE(kSingleSlope1Hi), GELU_TABLE(kSingleSlope1Lo))));
+        s, t_lo, shifted, single_rows_or_none<false>(), GELU_TABLE(kSingleSlope0Hi),
+        GELU_TABLE(kSingleSlope0Lo), GELU_TABLE(kSingleSlope1Hi), GELU_TABLE(kSingleSlope1Lo))));
   }
   return r;
 }

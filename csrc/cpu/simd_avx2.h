@@ -73,6 +73,27 @@ GELU_SIMD TableRow table_row(Vec row) { return TableRow{_mm256_cvttpd_epi32(row.
 GELU_SIMD Vec table_entry(const double (&column)[16], TableRow row) {
   return Vec(_mm256_i32gather_pd(column, row.v, 8));
 }
+// low[0..1] in the lower half, high[0..1] in the upper half.
+GELU_SIMD __m256d halves(const double* low, const double* high) {
+  return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(low)), _mm_loadu_pd(high), 1);
+}
+// gelu_math.h's table_row_entries: all 16 numbers of each lane's row. Gathers are slow on some
+// CPUs (about 14 cycles each on AMD Zen 3, where these 16 per 4 lanes made the exact form 1.6
+// times slower than F.gelu), so each lane's row is loaded whole and the 4 x 16 block
+// transposed: per 2 columns, 4 loads of 2 numbers, 2 of them into upper halves, and 2 unpacks.
+GELU_SIMD void table_row_entries(const double (&rows)[16][16],
+                                 const double (&)[16][16] /* columns */, TableRow row,
+                                 Vec (&entries)[16]) {
+  const double* a = rows[_mm_cvtsi128_si32(row.v)];
+  const double* b = rows[_mm_extract_epi32(row.v, 1)];
+  const double* c = rows[_mm_extract_epi32(row.v, 2)];
+  const double* d = rows[_mm_extract_epi32(row.v, 3)];
+  for (int j = 0; j < 16; j += 2) {
+    const __m256d ac = halves(a + j, c + j), bd = halves(b + j, d + j);
+    entries[j] = Vec(_mm256_unpacklo_pd(ac, bd));      // a[j] b[j] c[j] d[j]
+    entries[j + 1] = Vec(_mm256_unpackhi_pd(ac, bd));
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // 8 floats, for the narrow path of float16 and bfloat16 data.
@@ -119,10 +140,54 @@ GELU_SIMD VecF approximate_reciprocal(VecF d) {
   return VecF(_mm256_fmadd_ps(y, _mm256_fnmadd_ps(d.v, y, _mm256_set1_ps(1.0f)), y));
 }
 
-// gelu_math.h's table_entry32: table[k mod 32], k in the low bits of shifted (a gather).
+// gelu_math.h's table_entry32: table[k mod 32], k in the low bits of shifted. Not a gather (slow
+// on some CPUs, see table_row_entries): one permute of each 8-entry quarter (it reads the index's
+// low 3 bits), then the index's bits 3 and 4 pick among them.
 GELU_SIMD VecF table_entry32(const float (&table)[32], VecF shifted) {
-  const __m256i index = _mm256_and_si256(_mm256_castps_si256(shifted.v), _mm256_set1_epi32(31));
-  return VecF(_mm256_i32gather_ps(table, index, 4));
+  const __m256i index = _mm256_castps_si256(shifted.v);
+  const __m256 bit3 = _mm256_castsi256_ps(_mm256_slli_epi32(index, 28));
+  const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(index, 27));
+  __m256 quarter[4];
+  for (int q = 0; q < 4; ++q)
+    quarter[q] = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8 * q), index);
+  const __m256 low = _mm256_blendv_ps(quarter[0], quarter[1], bit3);
+  const __m256 high = _mm256_blendv_ps(quarter[2], quarter[3], bit3);
+  return VecF(_mm256_blendv_ps(low, high, bit4));
+}
+
+// Four consecutive floats of each of 8 rows (lane j: rows[j][0..3]) as four vectors, one per
+// column: the rows in pairs of halves, then a 4 x 4 transpose within each half.
+GELU_SIMD void transpose_rows4(const float* const (&rows)[8], int offset,
+                               __m256 (&columns)[4]) {
+  __m256 r[4];
+  for (int j = 0; j < 4; ++j)
+    r[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(rows[j] + offset)),
+                                _mm_loadu_ps(rows[j + 4] + offset), 1);
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  columns[0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  columns[1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  columns[2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  columns[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+// gelu_math.h's single_coefficients: the nine numbers of each lane's row, read by rows (nine
+// column lookups of 32 entries cost 63 permutes and blends; this, 8 loads and 27 shuffles).
+GELU_SIMD void single_coefficients(const float (*rows)[12], VecF shifted, const float (&)[32],
+                                   const float (&)[32], const float (&)[32], const float (&)[32],
+                                   VecF (&c)[9]) {
+  alignas(32) int32_t index[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(index),
+                     _mm256_and_si256(_mm256_castps_si256(shifted.v), _mm256_set1_epi32(31)));
+  const float* lane_rows[8];
+  for (int j = 0; j < 8; ++j) lane_rows[j] = rows[index[j]];
+  __m256 columns[4];
+  transpose_rows4(lane_rows, 0, columns);
+  for (int j = 0; j < 4; ++j) c[j] = VecF(columns[j]);
+  transpose_rows4(lane_rows, 4, columns);
+  for (int j = 0; j < 4; ++j) c[4 + j] = VecF(columns[j]);
+  transpose_rows4(lane_rows, 8, columns);
+  c[8] = VecF(columns[0]);
 }
 
 // value * 2^floor(k / 32) for integer-valued k, exact for normal results.
