@@ -464,6 +464,14 @@ GELU_HD void table_row_entries(const double (&)[16][16] /* rows */, const double
                                Row row, V (&entries)[16]) {
   for (int c = 0; c < 16; ++c) entries[c] = table_entry(columns[c], row);
 }
+// Two columns' entries at each lane's row, by default one column at a time; `pairs` holds the
+// same two columns side by side (cpu/simd_avx2.h reads a pair at once).
+template <class V, class Row>
+GELU_HD void table_pair_entries(const double (&)[16][2] /* pairs */, const double (&first)[16],
+                                const double (&second)[16], Row row, V& a, V& b) {
+  a = table_entry(first, row);
+  b = table_entry(second, row);
+}
 GELU_HD double binary_exponent(double x) {  // floor(log2 x) for normal positive x
   return static_cast<double>(((bit_cast<int64_t>(x) >> 52) & 0x7ff) - 1023);
 }
@@ -473,8 +481,16 @@ GELU_HD double binary_exponent(double x) {  // floor(log2 x) for normal positive
 // 2^-59.5 of e^r out.
 struct Exp2TableF64 {
   double hi[16], lo[16];
+  double pair[16][2];  // hi[j] and lo[j] side by side, for the AVX2 lanes (cpu/simd_avx2.h)
 };
-static constexpr Exp2TableF64 kExp2F64Host = {
+constexpr Exp2TableF64 with_pairs(Exp2TableF64 table) {
+  for (int j = 0; j < 16; ++j) {
+    table.pair[j][0] = table.hi[j];
+    table.pair[j][1] = table.lo[j];
+  }
+  return table;
+}
+static constexpr Exp2TableF64 kExp2F64Host = with_pairs({
     {1.0, 1.0442737824274138, 1.0905077326652577, 1.1387886347566916, 1.189207115002721,
      1.241857812073484, 1.2968395546510096, 1.3542555469368927, 1.4142135623730951,
      1.4768261459394993, 1.5422108254079407, 1.6104903319492543, 1.681792830507429,
@@ -483,7 +499,7 @@ static constexpr Exp2TableF64 kExp2F64Host = {
      3.982015231465646e-17, 4.658027591836937e-17, 2.5382502794888315e-17, 7.70094837980299e-17,
      -9.667293313452913e-17, -3.483994556892796e-17, 7.949834809697621e-17,
      2.4707192569797888e-17, 8.199010020581497e-17, 2.960140695448873e-17,
-     3.283107224245627e-17, -1.0619946056195963e-16}};
+     3.283107224245627e-17, -1.0619946056195963e-16}});
 #if defined(__CUDACC__)
 static __device__ const Exp2TableF64 kExp2F64Device = kExp2F64Host;  // global memory: lanes diverge
 #endif
@@ -513,8 +529,9 @@ GELU_HD ScaledDD<V> exp_dd(DD<V> a) {
   const Exp2TableF64& table = kExp2F64Host;
 #endif
   const V expm1_r = fma(r * r, horner(r, GELU_TABLE(kExpPolyF64)), r);
-  const V hi = table_entry(table.hi, row);
-  return ScaledDD<V>{fast_two_sum(hi, fma(hi, expm1_r, table_entry(table.lo, row))), k};
+  V hi, lo;
+  table_pair_entries(table.pair, table.hi, table.lo, row, hi, lo);
+  return ScaledDD<V>{fast_two_sum(hi, fma(hi, expm1_r, lo)), k};
 }
 
 template <class V>

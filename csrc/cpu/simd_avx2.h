@@ -94,6 +94,14 @@ GELU_SIMD void table_row_entries(const double (&rows)[16][16],
     entries[j + 1] = Vec(_mm256_unpackhi_pd(ac, bd));
   }
 }
+// gelu_math.h's table_pair_entries: each lane's pair read at once, in place of two gathers.
+GELU_SIMD void table_pair_entries(const double (&pairs)[16][2], const double (&)[16],
+                                  const double (&)[16], TableRow row, Vec& a, Vec& b) {
+  const __m256d ac = halves(pairs[_mm_cvtsi128_si32(row.v)], pairs[_mm_extract_epi32(row.v, 2)]);
+  const __m256d bd = halves(pairs[_mm_extract_epi32(row.v, 1)], pairs[_mm_extract_epi32(row.v, 3)]);
+  a = Vec(_mm256_unpacklo_pd(ac, bd));
+  b = Vec(_mm256_unpackhi_pd(ac, bd));
+}
 
 // ---------------------------------------------------------------------------------------------
 // 8 floats, for the narrow path of float16 and bfloat16 data.
