@@ -179,8 +179,9 @@ GELU_SIMD void transpose_rows4(const float* const (&rows)[8], int offset,
   columns[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
-// gelu_math.h's single_coefficients: the nine numbers of each lane's row, read by rows (nine
-// column lookups of 32 entries cost 63 permutes and blends; this, 8 loads and 27 shuffles).
+// gelu_math.h's single_coefficients: the nine numbers of each lane's row of `rows` (its
+// SingleRow[32]), read by rows: nine column lookups of 32 entries cost 63 permutes and blends;
+// this, 24 loads of 4 floats (12 of them inserted into upper halves) and 19 shuffles.
 GELU_SIMD void single_coefficients(const float (*rows)[12], VecF shifted, const float (&)[32],
                                    const float (&)[32], const float (&)[32], const float (&)[32],
                                    VecF (&c)[9]) {
