@@ -73,9 +73,17 @@ GELU_SIMD TableRow table_row(Vec row) { return TableRow{_mm256_cvttpd_epi32(row.
 GELU_SIMD Vec table_entry(const double (&column)[16], TableRow row) {
   return Vec(_mm256_i32gather_pd(column, row.v, 8));
 }
-// low[0..1] in the lower half, high[0..1] in the upper half.
+// low[0..1] in the lower half, high[0..1] in the upper half (doubles), or low[0..3] and high[0..3]
+// (floats).
 GELU_SIMD __m256d halves(const double* low, const double* high) {
   return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(low)), _mm_loadu_pd(high), 1);
+}
+GELU_SIMD __m256 halves(const float* low, const float* high) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(low)), _mm_loadu_ps(high), 1);
+}
+// Each lane's row, as the table_row_entries and table_pair_entries below index their tables.
+GELU_SIMD void lane_rows(TableRow row, int32_t (&index)[4]) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(index), row.v);
 }
 // gelu_math.h's table_row_entries: all 16 numbers of each lane's row. Gathers are slow on some
 // CPUs (about 14 cycles each on AMD Zen 3, where these 16 per 4 lanes made the exact form 1.6
@@ -84,10 +92,9 @@ GELU_SIMD __m256d halves(const double* low, const double* high) {
 GELU_SIMD void table_row_entries(const double (&rows)[16][16],
                                  const double (&)[16][16] /* columns */, TableRow row,
                                  Vec (&entries)[16]) {
-  const double* a = rows[_mm_cvtsi128_si32(row.v)];
-  const double* b = rows[_mm_extract_epi32(row.v, 1)];
-  const double* c = rows[_mm_extract_epi32(row.v, 2)];
-  const double* d = rows[_mm_extract_epi32(row.v, 3)];
+  int32_t index[4];
+  lane_rows(row, index);
+  const double *a = rows[index[0]], *b = rows[index[1]], *c = rows[index[2]], *d = rows[index[3]];
   for (int j = 0; j < 16; j += 2) {
     const __m256d ac = halves(a + j, c + j), bd = halves(b + j, d + j);
     entries[j] = Vec(_mm256_unpacklo_pd(ac, bd));      // a[j] b[j] c[j] d[j]
@@ -97,8 +104,10 @@ GELU_SIMD void table_row_entries(const double (&rows)[16][16],
 // gelu_math.h's table_pair_entries: each lane's pair read at once, in place of two gathers.
 GELU_SIMD void table_pair_entries(const double (&pairs)[16][2], const double (&)[16],
                                   const double (&)[16], TableRow row, Vec& a, Vec& b) {
-  const __m256d ac = halves(pairs[_mm_cvtsi128_si32(row.v)], pairs[_mm_extract_epi32(row.v, 2)]);
-  const __m256d bd = halves(pairs[_mm_extract_epi32(row.v, 1)], pairs[_mm_extract_epi32(row.v, 3)]);
+  int32_t index[4];
+  lane_rows(row, index);
+  const __m256d ac = halves(pairs[index[0]], pairs[index[2]]);
+  const __m256d bd = halves(pairs[index[1]], pairs[index[3]]);
   a = Vec(_mm256_unpacklo_pd(ac, bd));
   b = Vec(_mm256_unpackhi_pd(ac, bd));
 }
@@ -168,9 +177,7 @@ GELU_SIMD VecF table_entry32(const float (&table)[32], VecF shifted) {
 GELU_SIMD void transpose_rows4(const float* const (&rows)[8], int offset,
                                __m256 (&columns)[4]) {
   __m256 r[4];
-  for (int j = 0; j < 4; ++j)
-    r[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(rows[j] + offset)),
-                                _mm_loadu_ps(rows[j + 4] + offset), 1);
+  for (int j = 0; j < 4; ++j) r[j] = halves(rows[j] + offset, rows[j + 4] + offset);
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
   const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
   columns[0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
