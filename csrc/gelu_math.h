@@ -160,43 +160,61 @@ GELU_HD V horner(V x, const C (&c)[N]) {
 // e^r = 1 + r + r^2 P(r) on |r| <= ln2/2: P, relative error of e^r 2^-34.2.
 GELU_COEFFICIENTS(kExpPoly, 0.5000000067645418, 0.1666666586941632, 0.041666295085425645,
                   0.00833349700462535, 0.0013944649093250619, 0.00019790355770667696)
-// W(v) = R(t) (t + 3.5), v = (t - 3.5) / (t + 3.5), t in [0, 15]: relative error 2^-33.3.
-GELU_COEFFICIENTS(kTailPoly, 0.7444160754035303, -0.5655618150102053, 0.31542497370539674,
-                  -0.11605097584606003, 0.017407743616395886, 0.006476796903324575,
-                  -0.0031881870073598075, -0.0004478145289365899, 0.00047194719293442767,
-                  7.236100481745894e-05, -6.387302036649347e-05, -1.987246833063245e-05)
+// R(t) = P(t) / Q(t) on [0, 15], P(0) = R(0) = 1/2, Q(0) = 1: relative error 2^-33.3. Every
+// coefficient is positive, so neither polynomial cancels; R(0) exact keeps f(x) = x/2 for tiny x.
+GELU_COEFFICIENTS(kTailNumerator, 0.5, 0.5078563374075563, 0.25084043414322205,
+                  0.07141647487210134, 0.011665904497719655, 0.0008915930328306787)
+GELU_COEFFICIENTS(kTailDenominator, 1.0, 1.8135972299151693, 1.4487222036735325,
+                  0.657908249541631, 0.1812548850496227, 0.02924190623157, 0.0022348949480913843)
+
+// x, or floor where x < floor; at_most likewise. NaN stays NaN. The SIMD lanes override both
+// with one max or min instruction.
+template <class V>
+GELU_HD V at_least(V x, double floor) {
+  return select(x < V(floor), V(floor), x);
+}
+template <class V>
+GELU_HD V at_most(V x, double ceiling) {
+  return select(x > V(ceiling), V(ceiling), x);
+}
+
+// value * 2^k as times_pow2, where the product is known to be a normal double (the SIMD lanes add
+// k to the exponent field instead of multiplying).
+GELU_HD double times_pow2_normal(double value, double shifted) {
+  return times_pow2(value, shifted);
+}
 
 // exp(a) for a <= 0 with relative error below 2^-34; a below -700 (where exp underflows far below
-// every float result) is taken as -700. a = k ln2 + r, |r| <= ln2/2, exp(a) = 2^k e^r.
+// every float result) is taken as -700. a = k ln2 + r, |r| <= ln2/2, exp(a) = 2^k e^r, k >= -1010.
+// ln2 rounded to double leaves r off by at most 1010 * 2^-54 ln2 < 2^-44: no need for its low
+// part. P by Estrin's scheme, whose dependency chain is half as long as Horner's.
 template <class V>
 GELU_HD V exp_nonpositive(V a) {
   constexpr double kLog2e = 1.4426950408889634074;
-  constexpr double kLn2Hi = 0.69314718055994528623;     // ln2 rounded to double
-  constexpr double kLn2Lo = 2.3190468138462996154e-17;  // ln2 - kLn2Hi
-  constexpr double kRound = 6755399441055744.0;         // 1.5 * 2^52: adding it rounds to integer
-  a = select(a < V(-700.0), V(-700.0), a);
+  constexpr double kLn2 = 0.69314718055994528623;  // rounded to double
+  constexpr double kRound = 6755399441055744.0;    // 1.5 * 2^52: adding it rounds to integer
+  a = at_least(a, -700.0);
   const V shifted = fma(a, V(kLog2e), V(kRound));  // k sits in the low bits of its significand
   const V k = shifted - V(kRound);
-  V r = fma(k, V(-kLn2Hi), a);  // exact: the result needs fewer than 53 bits
-  r = fma(k, V(-kLn2Lo), r);
-  const V p = horner(r, GELU_TABLE(kExpPoly));  // e^r = 1 + r + r^2 P(r)
-  return times_pow2(fma(r * r, p, r) + V(1.0), shifted);  // k in [-1010, 0]: 2^k is normal
+  const V r = fma(k, V(-kLn2), a);
+  const V r2 = r * r, r4 = r2 * r2;
+  const auto& c = GELU_TABLE(kExpPoly);
+  const V p = fma(fma(V(c[5]), r, V(c[4])), r4,
+                  fma(fma(V(c[3]), r, V(c[2])), r2, fma(V(c[1]), r, V(c[0]))));
+  return times_pow2_normal(fma(r2, p, V(1.0) + r), shifted);  // e^r in [0.7, 1.5]: normal
 }
 
 // R(t) = exp(t^2/2) Q(t) for t >= 0 (relative error 2^-33 up to t = 15; beyond, it is only ever
-// multiplied by exp(-t^2/2) < 1e-48 and bounded is enough). R(t) = W(v) / (t + 3.5) with
-// v = (t - 3.5) / (t + 3.5) in [-1, 1): W is smooth and bounded on all of t >= 0, so one polynomial
-// (tools/fit_polynomials.py) covers the whole range.
+// multiplied by exp(-t^2/2) < 1e-48, and the rational stays positive and bounded): one division,
+// whose latency overlaps the exp's.
 template <class V>
 GELU_HD V scaled_upper_tail(V t) {
-  constexpr double kShift = 3.5;
-  const V inv = reciprocal(t + V(kShift));
-  return horner((t - V(kShift)) * inv, GELU_TABLE(kTailPoly)) * inv;
+  return horner(t, GELU_TABLE(kTailNumerator)) / horner(t, GELU_TABLE(kTailDenominator));
 }
 
 template <class V>
 GELU_HD V clamp_magnitude(V x, double limit) {
-  return select(x > V(limit), V(limit), select(x < V(-limit), V(-limit), x));  // NaN stays
+  return at_most(at_least(x, -limit), limit);  // NaN stays
 }
 
 // The value at x, or its limit at -inf / +inf beyond |x| = kSaturation (NaN passes through).
@@ -207,35 +225,37 @@ GELU_HD V saturate(V x, V value, V at_minus_inf, V at_plus_inf) {
 
 // ---------------------------------------------------------------------------------------------
 // exact: f = x Phi(x), f' = Phi(x) + x phi(x), f'' = phi(x) (2 - x^2)
+// With t = |x| capped at kSaturation, beyond which every term with E is below 1e-300: each
+// result then rounds to its limit in every output type, with no case split.
 
-// Gaussian factor E = exp(-x^2/2) and Mills-ratio factor R(|x|), so that Q(|x|) = E R.
+// Gaussian factor E = exp(-t^2/2) and Mills-ratio factor R(t), so that Q(t) = E R.
 template <class V>
 struct Tail {
-  V x, t, e, r;
+  V t, e, r;
 };
 template <class V>
 GELU_HD Tail<V> tail(V x) {
-  const V xc = clamp_magnitude(x, kSaturation), t = fabs(xc);
-  return Tail<V>{xc, t, exp_nonpositive(V(-0.5) * t * t), scaled_upper_tail(t)};
+  const V t = at_most(fabs(x), kSaturation);  // NaN stays
+  return Tail<V>{t, exp_nonpositive(V(-0.5) * t * t), scaled_upper_tail(t)};
 }
 
+// f = max(x, 0) - t Q(t): x Q(t) for x < 0, x (1 - Q(t)) for x >= 0, rounded once. The sign of
+// zero is kept, and NaN comes through t.
 template <class V>
 GELU_HD V exact_forward(V x, const Tail<V>& q) {
-  const V upper = q.e * q.r;  // Q(t)
-  const V cdf = select(q.x < V(0.0), upper, V(1.0) - upper);
-  return saturate(x, q.x * cdf, V(-0.0), x);
+  return fma(-q.e, q.t * q.r, at_least(x, 0.0));
 }
 
 // For x < 0, f' = Q(t) - t phi(t) = E (R - t/sqrt(2pi)); for x > 0, f' = 1 - that.
 template <class V>
 GELU_HD V exact_derivative(V x, const Tail<V>& q) {
-  const V lower_part = q.e * (q.r - q.t * V(kInvSqrt2Pi));
-  return saturate(x, select(q.x < V(0.0), lower_part, V(1.0) - lower_part), V(-0.0), V(1.0));
+  const V lower_part = q.e * fma(-q.t, V(kInvSqrt2Pi), q.r);
+  return select(x < V(0.0), lower_part, V(1.0) - lower_part);
 }
 
 template <class V>
-GELU_HD V exact_second_derivative(V x, const Tail<V>& q) {
-  return saturate(x, q.e * V(kInvSqrt2Pi) * (V(2.0) - q.t * q.t), V(-0.0), V(-0.0));
+GELU_HD V exact_second_derivative(V, const Tail<V>& q) {
+  return q.e * V(kInvSqrt2Pi) * (V(2.0) - q.t * q.t);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,7 +285,7 @@ GELU_HD Gate<V> gate(V x) {
     g.d2s = V(0.0);
   }
   const V e = exp_nonpositive(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
-  const V inv = reciprocal(V(1.0) + e);
+  const V inv = V(1.0) / (V(1.0) + e);
   const V small = e * inv;
   const auto nonnegative = g.s >= V(0.0);
   g.p = select(nonnegative, inv, small);
@@ -274,20 +294,23 @@ GELU_HD Gate<V> gate(V x) {
   return g;
 }
 
+// Beyond |x| = kSaturation, s is that of x clamped there, so that sigmoid(-|s|) < 1e-300: every
+// result is then within far less than the smallest subnormal float of its limit, and of the
+// limit's sign, with no case split. The forward multiplies by x itself above (x = +inf gives inf).
 template <class V>
 GELU_HD V gate_forward(V x, const Gate<V>& g) {
-  return saturate(x, g.x * g.p, V(-0.0), x);
+  return at_least(x, -kSaturation) * g.p;
 }
 
 template <class V>
-GELU_HD V gate_derivative(V x, const Gate<V>& g) {
-  return saturate(x, fma(g.x * g.ds, g.pq, g.p), V(-0.0), V(1.0));
+GELU_HD V gate_derivative(V, const Gate<V>& g) {
+  return fma(g.x * g.ds, g.pq, g.p);
 }
 
 template <class V>
-GELU_HD V gate_second_derivative(V x, const Gate<V>& g) {
+GELU_HD V gate_second_derivative(V, const Gate<V>& g) {
   const V inner = fma((g.q - g.p) * g.ds, g.ds, g.d2s);
-  return saturate(x, g.pq * fma(g.x, inner, V(2.0) * g.ds), V(-0.0), V(-0.0));
+  return g.pq * fma(g.x, inner, V(2.0) * g.ds);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1483,7 +1506,7 @@ GELU_HD Bounded<F> single_result(F value, F domain_error) {
 // double-double).
 template <Pass P, Approximate A, bool kFloat64>
 constexpr bool has_single_path() {
-  return P != Pass::kDoubleBackward && (!kFloat64 || A != Approximate::kNone);
+  return P != Pass::kDoubleBackward && kFloat64 && A != Approximate::kNone;
 }
 
 template <Pass P, Approximate A, bool kFloat64 = false>

@@ -48,6 +48,42 @@ def fit(f, a, b, degree, fixed=None, iterations=80):
     return [float(result[p]) for p in range(degree + 1)]
 
 
+def fit_rational(f, a, b, m, n, p0, iterations=80):
+    """Coefficients of P (degree m, P(0) = p0 imposed) and Q (degree n, Q(0) = 1) minimising
+    max |P/Q / f - 1| on [a, b]: Lawson's reweighting of the linearised residual
+    (P - f Q) / (f Q_previous)."""
+    xs = chebyshev_points(a, b, 40 * (m + n) + 200)
+    x = np.array([float(v) for v in xs])
+    y = np.array([float(f(v)) for v in xs])
+    basis = np.hstack([x[:, None] ** np.arange(1, m + 1),
+                       -y[:, None] * x[:, None] ** np.arange(1, n + 1)])
+    q_previous = np.ones_like(x)
+    weights = np.full(len(x), 1 / len(x))
+    best = None
+    for _ in range(iterations):
+        scale = np.sqrt(weights) / (y * q_previous)
+        c, *_ = np.linalg.lstsq(basis * scale[:, None], (y - p0) * scale, rcond=None)
+        num, den = np.concatenate([[p0], c[:m]]), np.concatenate([[1.0], c[m:]])
+        q_previous = np.polynomial.polynomial.polyval(x, den)
+        residual = np.abs(np.polynomial.polynomial.polyval(x, num) / q_previous / y - 1)
+        if best is None or residual.max() < best[1]:
+            best = ((num, den), residual.max())
+        weights *= residual
+        weights /= weights.sum()
+    num, den = best[0]
+    return [float(v) for v in num], [float(v) for v in den]
+
+
+def max_relative_error_rational(f, num, den, a, b, n=3000):
+    worst = mp.mpf(0)
+    for k in range(n):
+        x = mp.mpf(a) + (mp.mpf(b) - mp.mpf(a)) * k / (n - 1)
+        p = mp.polyval([mp.mpf(c) for c in reversed(num)], x)
+        q = mp.polyval([mp.mpf(c) for c in reversed(den)], x)
+        worst = max(worst, abs(p / q / f(x) - 1))
+    return float(mp.log(worst, 2))
+
+
 def max_relative_error(f, coeffs, a, b, n=3000):
     worst = mp.mpf(0)
     for k in range(n):
@@ -92,17 +128,17 @@ def upper_tail_scaled(t):
 def tables():
     """name -> (description, function, interval, degree, fixed)"""
     half_ln2 = mp.log(2) / 2
-    c = mp.mpf("3.5")
-
-    def w_of_v(v):  # W(v) = R(t) (t + c) with t = c (1 + v) / (1 - v)
-        t = c * (1 + v) / (1 - v)
-        return upper_tail_scaled(t) * (t + c)
-
     return {
         "kExpPoly": ("e^r = 1 + r + r^2 P(r) on |r| <= ln2/2: P(r), relative error of e^r",
                      lambda r: mp.exp(r), (-half_ln2, half_ln2), 7, {0: 1, 1: 1}),
-        "kTailPoly": ("W(v) = R(t) (t + 3.5), v = (t - 3.5) / (t + 3.5), t in [0, 15]",
-                      w_of_v, (-1, (15 - c) / (15 + c)), 11, None),
+    }
+
+
+def rational_tables():
+    """name -> (description, function, interval, numerator degree, denominator degree, P(0))"""
+    return {
+        "kTail": ("R(t) = P(t) / Q(t) on [0, 15], P(0) = R(0) = 1/2, Q(0) = 1", upper_tail_scaled,
+                  (0, 15), 5, 6, 0.5),
     }
 
 
@@ -218,6 +254,14 @@ def main():
             continue
         stored = coeffs[2:] if name == "kExpPoly" else coeffs  # the fixed 1 + r is written out
         print(f"GELU_COEFFICIENTS({name}, " + ", ".join(repr(cv) for cv in stored) + ")")
+    for name, (what, f, (a, b), m, n, p0) in rational_tables().items():
+        num, den = fit_rational(f, a, b, m, n, p0)
+        err = max_relative_error_rational(f, num, den, a, b)
+        print(f"// {what}: max relative error 2^{err:.1f}")
+        if args.check:
+            continue
+        print(f"GELU_COEFFICIENTS({name}Numerator, " + ", ".join(repr(cv) for cv in num) + ")")
+        print(f"GELU_COEFFICIENTS({name}Denominator, " + ", ".join(repr(cv) for cv in den) + ")")
 
 
 if __name__ == "__main__":

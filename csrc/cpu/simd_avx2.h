@@ -43,6 +43,15 @@ GELU_SIMD Mask operator>(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CM
 GELU_SIMD Mask operator>=(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_GE_OQ)}; }
 GELU_SIMD Vec select(Mask c, Vec a, Vec b) { return Vec(_mm256_blendv_pd(b.v, a.v, c.m)); }
 
+// gelu_math.h's at_least and at_most: max and min return their second operand where either is
+// NaN, so x goes second.
+GELU_SIMD Vec at_least(Vec x, double floor) {
+  return Vec(_mm256_max_pd(_mm256_set1_pd(floor), x.v));
+}
+GELU_SIMD Vec at_most(Vec x, double ceiling) {
+  return Vec(_mm256_min_pd(_mm256_set1_pd(ceiling), x.v));
+}
+
 // gelu_math.h's float_reciprocal: the float nearest to 1/d, for every lane.
 GELU_SIMD Vec float_reciprocal(Vec d) {
   return Vec(_mm256_cvtps_pd(_mm_div_ps(_mm_set1_ps(1.0f), _mm256_cvtpd_ps(d.v))));
@@ -53,6 +62,14 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   const __m256i k = _mm256_sub_epi64(_mm256_castpd_si256(shifted.v),
                                      _mm256_set1_epi64x(0x4338000000000000 - 1023));
   return Vec(_mm256_mul_pd(value.v, _mm256_castsi256_pd(_mm256_slli_epi64(k, 52))));
+}
+
+// gelu_math.h's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
+// and adding them to value's exponent field (modulo 2^12, into the bits above it) adds k, the
+// product being normal.
+GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted) {
+  const __m256i k = _mm256_slli_epi64(_mm256_castpd_si256(shifted.v), 52);
+  return Vec(_mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(value.v), k)));
 }
 
 // floor(log2 x) for normal positive x (the double-double path's interval index): the exponent

@@ -43,6 +43,15 @@ GELU_SIMD Mask operator>(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v
 GELU_SIMD Mask operator>=(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_GE_OQ)}; }
 GELU_SIMD Vec select(Mask c, Vec a, Vec b) { return Vec(_mm512_mask_blend_pd(c.m, b.v, a.v)); }
 
+// gelu_math.h's at_least and at_most: max and min return their second operand where either is
+// NaN, so x goes second.
+GELU_SIMD Vec at_least(Vec x, double floor) {
+  return Vec(_mm512_max_pd(_mm512_set1_pd(floor), x.v));
+}
+GELU_SIMD Vec at_most(Vec x, double ceiling) {
+  return Vec(_mm512_min_pd(_mm512_set1_pd(ceiling), x.v));
+}
+
 // gelu_math.h's float_reciprocal: the float nearest to 1/d, for every lane.
 GELU_SIMD Vec float_reciprocal(Vec d) {
   return Vec(_mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm512_cvtpd_ps(d.v))));
@@ -53,6 +62,14 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   const __m512i k = _mm512_sub_epi64(_mm512_castpd_si512(shifted.v),
                                      _mm512_set1_epi64(0x4338000000000000 - 1023));
   return Vec(_mm512_mul_pd(value.v, _mm512_castsi512_pd(_mm512_slli_epi64(k, 52))));
+}
+
+// gelu_math.h's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
+// and adding them to value's exponent field (modulo 2^12, into the bits above it) adds k, the
+// product being normal.
+GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted) {
+  const __m512i k = _mm512_slli_epi64(_mm512_castpd_si512(shifted.v), 52);
+  return Vec(_mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(value.v), k)));
 }
 
 // floor(log2 x) for normal positive x (the double-double path's interval index).
