@@ -189,12 +189,30 @@ GELU_HD double times_pow2_normal(double value, double shifted) {
 // ln2 rounded to double leaves r off by at most 1010 * 2^-54 ln2 < 2^-44: no need for its low
 // part. P by Estrin's scheme, whose dependency chain is half as long as Horner's.
 template <class V>
+GELU_HD V exp_nonpositive(V a, V shifted);
+
+template <class V>
 GELU_HD V exp_nonpositive(V a) {
   constexpr double kLog2e = 1.4426950408889634074;
-  constexpr double kLn2 = 0.69314718055994528623;  // rounded to double
   constexpr double kRound = 6755399441055744.0;    // 1.5 * 2^52: adding it rounds to integer
   a = at_least(a, -700.0);
-  const V shifted = fma(a, V(kLog2e), V(kRound));  // k sits in the low bits of its significand
+  return exp_nonpositive(a, fma(a, V(kLog2e), V(kRound)));
+}
+
+// exp(-t^2/2) = exp_nonpositive(-t^2/2), with the rounding of its exponent computed from t^2
+// directly (the same bits, one multiplication earlier).
+template <class V>
+GELU_HD V gaussian(V t) {
+  constexpr double kLog2e = 1.4426950408889634074;
+  constexpr double kRound = 6755399441055744.0;
+  const V square = at_most(t * t, 1400.0);
+  return exp_nonpositive(V(-0.5) * square, fma(square, V(-0.5 * kLog2e), V(kRound)));
+}
+
+template <class V>
+GELU_HD V exp_nonpositive(V a, V shifted) {
+  constexpr double kLn2 = 0.69314718055994528623;  // rounded to double
+  constexpr double kRound = 6755399441055744.0;    // 1.5 * 2^52: adding it rounds to integer
   const V k = shifted - V(kRound);
   const V r = fma(k, V(-kLn2), a);
   const V r2 = r * r, r4 = r2 * r2;
@@ -236,7 +254,7 @@ struct Tail {
 template <class V>
 GELU_HD Tail<V> tail(V x) {
   const V t = at_most(fabs(x), kSaturation);  // NaN stays
-  return Tail<V>{t, exp_nonpositive(V(-0.5) * t * t), scaled_upper_tail(t)};
+  return Tail<V>{t, gaussian(t), scaled_upper_tail(t)};
 }
 
 // f = max(x, 0) - t Q(t): x Q(t) for x < 0, x (1 - Q(t)) for x >= 0, rounded once. The sign of
