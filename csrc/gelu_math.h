@@ -777,8 +777,6 @@ GELU_COEFFICIENTS_FLOAT(kNarrowTailPoly, 0.7066566944122314f, -0.433692544698715
                         -0.0016689477488398552f, 0.002331334399059415f, 0.0007384094060398638f)
 
 GELU_HD float select(bool c, float a, float b) { return c ? a : b; }
-// a b - c rounded once (the vector lanes give their own, a subtracting FMA).
-GELU_HD float fms(float a, float b, float c) { return fma(a, b, -c); }
 
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
 GELU_HD float times_pow2(float value, float shifted) {
@@ -1003,349 +1001,24 @@ struct NarrowPassMath {
 enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 
 // ---------------------------------------------------------------------------------------------
-// float32 data: float arithmetic with float-pair corrections ("single" path).
+// float64 data of the gated forms: double pairs ("single" path, as against the double-double
+// path's pairs of pairs).
 //
-// The double path holds 8 lanes per AVX-512 vector; this path holds 16. Every quantity that
-// reaches the leading bits of the result is carried as a pair hi + lo (DD<F> above, in float),
-// so the only rounding of relative size 2^-24 is the last one.
-//   exact:   Q(t) = E R to a relative error below 2^-27 (analysis: E 2^-28.5, R 2^-31, the
-//            products 2^-28), with
-//            E = exp(-t^2/2) = 2^floor(k/32) 2^((k mod 32)/32) e^r, t^2 split exactly, k the
-//                nearest integer to -t^2/2 32/ln2 and |r| <= ln2/64, kept as scale (1 + em);
-//            R(t) = exp(t^2/2) Q(t) by one of 32 polynomials of degree 6 in s = t - i/4,
-//                i = round(4 t), |s| <= 1/8; S(t) = R(t) - t/sqrt(2 pi), for the derivative, by
-//                the same polynomials with its own constant and linear terms.
-//            The forward is f = max(x, 0) - t Q(t), one two-sum and no case split; f = x above
-//            the core domain (where x Q(x) < ulp(x)/2), and f' = 1 there; f = x/2 below 2^-125.
-//   tanh, sigmoid: s(x) and s'(x) as pairs, e = exp(-|s|) by the same exp, 1/(1 + e) by a
-//            correctly rounded division and one correction.
-// Over every float in the core domains (tools/check_single_path.cpp) the forward is within
-// 0.554 ulp and the derivative within 0.545 ulp (of the sum of its terms' magnitudes), far
-// inside the float32 bounds (1 ulp forward, 2 ulps derivative). Only IEEE operations and table
-// lookups, so every instruction set gives the same bits. Inputs outside the core domains
-// (|x| < 7.875 exact, 9 gated; the exact form's forward and backward take x >= 7.875 too), NaN,
-// and results that other operands make zero, tiny or not finite get an infinite error, which
-// sends them to the double path.
-//
-// F is float, or a SIMD vector of floats providing, besides the arithmetic, fms, fmin, fmax,
-// table_entry32(table, shifted) and times_pow2_floor32(value, k) (cpu/simd_*.h), and optionally
-// its own single_coefficients (cpu/simd_avx2.h).
+// f = x p with p = sigmoid(s(x)), q = 1 - p: the gate p and the slope f' = p + x s' p q, in double
+// lanes. s = x w(x) and s' are carried as pairs to far below an ulp; e = exp(-|s|) (exp_dd), then
+// 1/(1 + e) by a correctly rounded division and one correction, p and q from e/(1 + e) and
+// 1/(1 + e). Each pair has a relative error near 2^-57, and f' one near 2^-56 of its larger term.
+// Core domains keep e and its low part normal: |x| < 20 (tanh), |x| < 380 (sigmoid), |s| <= 647.
+// Inputs outside them, NaN, and results that other operands make zero, tiny or not finite get an
+// infinite error, which sends them to the double-double path.
+constexpr double kSingleCoreTanhF64 = 20.0, kSingleCoreSigmoidF64 = 380.0;
 
-// From tools/fit_polynomials.py: 2^(j/32) = Exp2Hi[j] (1 + Exp2Ratio[j]);
-// e^r - 1 = r + r^2 (c2 + c3 r) on |r| <= ln2/64, relative error of e^r 2^-33.2.
-// R(t) and S(t) on [i/4 - 1/8, i/4 + 1/8]: coefficients of s^k, k = 0 and 1 as float pairs
-// (Tail: R, Slope: S), 2..6 shared; relative error of R 2^-32.9.
-GELU_COEFFICIENTS_FLOAT(kSingleExp2Hi, 1.0f, 1.0218971967697144f, 1.0442737340927124f,
-                        1.0671404600143433f, 1.0905077457427979f, 1.114386796951294f,
-                        1.1387885808944702f, 1.1637248992919922f, 1.1892070770263672f,
-                        1.215247392654419f, 1.2418577671051025f, 1.2690509557724f,
-                        1.2968395948410034f, 1.3252366781234741f, 1.3542555570602417f,
-                        1.3839099407196045f, 1.4142135381698608f, 1.4451807737350464f,
-                        1.4768261909484863f, 1.5091644525527954f, 1.5422108173370361f,
-                        1.5759809017181396f, 1.610490322113037f, 1.6457555294036865f,
-                        1.6817928552627563f, 1.7186193466186523f, 1.7562521696090698f,
-                        1.7947090864181519f, 1.8340080976486206f, 1.8741676807403564f,
-                        1.9152065515518188f, 1.9571441411972046f)
-GELU_COEFFICIENTS_FLOAT(kSingleExp2Ratio, 0.0f, -4.708457979063496e-08f, 4.6285471455576044e-08f,
-                        -5.560422522421504e-08f, -1.199215660108166e-08f, -4.877606230024867e-08f,
-                        4.7297824323777604e-08f, -3.481442689690084e-08f, 3.1934181521364735e-08f,
-                        -2.6886665338565763e-08f, 3.621057231839586e-08f, 1.1184210224612912e-09f,
-                        -3.0990722876822474e-08f, -2.638301133117693e-08f, -7.475213337215791e-09f,
-                        -4.2456356652564864e-08f, 1.7114272665708086e-08f, 2.300196655369291e-08f,
-                        -3.047683350132502e-08f, -1.653853765049007e-08f, 5.233334210430485e-09f,
-                        -3.592064601320999e-08f, 6.10759176566944e-09f, -3.114054436537117e-08f,
-                        -1.4719605090363075e-08f, -2.821810163311511e-08f, -5.258795177098818e-09f,
-                        -6.360387327930539e-09f, -6.128259677495862e-09f, -2.4880407067939814e-08f,
-                        5.1406088275030015e-09f, -8.69726690666539e-09f)
-constexpr float kSingleExpC2 = 0.5000041127204895f, kSingleExpC3 = 0.16666710376739502f;
-GELU_COEFFICIENTS_FLOAT(kSingleTail0Hi, 0.5f, 0.41403210163116455f, 0.3496188223361969f,
-                        0.300232470035553f, 0.2615782916545868f, 0.23076032102108002f,
-                        0.20578067004680634f, 0.18523167073726654f, 0.16810199618339539f,
-                        0.15365193784236908f, 0.14133132994174957f, 0.1307247281074524f,
-                        0.12151394784450531f, 0.11345206201076508f, 0.10634515434503555f,
-                        0.10003920644521713f, 0.09441064298152924f, 0.08935932070016861f,
-                        0.08480339497327805f, 0.0806754007935524f, 0.0769193023443222f,
-                        0.07348822802305222f, 0.07034269720315933f, 0.06744923442602158f,
-                        0.06477931141853333f, 0.06230848655104637f, 0.06001567468047142f,
-                        0.057882633060216904f, 0.05589348077774048f, 0.054034359753131866f,
-                        0.052293095737695694f, 0.05065898224711418f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail0Lo, 0.0f, 1.3165708523388275e-09f, 1.2384201220072555e-08f,
-                        -7.695602377566502e-09f, 2.1053657428549144e-10f, 2.845517432792377e-10f,
-                        -3.0694116137652827e-09f, -6.059027501947867e-09f, 5.039775263782076e-09f,
-                        -4.18527434931093e-10f, 1.4388257252306857e-09f, 5.99329474937349e-09f,
-                        5.110568634947299e-10f, 1.1853357184676838e-10f, -7.113301059291643e-10f,
-                        3.190236075312214e-09f, -1.6795602686414668e-09f, -2.080497107925794e-09f,
-                        -2.8654776329517517e-09f, -1.621002998497545e-09f, 2.630684114990345e-09f,
-                        2.8296407439398763e-09f, -3.1780313936025095e-09f, -3.0745628265549385e-09f,
-                        2.9059135098208344e-09f, 3.5731570480201924e-10f, 6.627003945602894e-10f,
-                        -1.3363369300023464e-09f, 1.662800008794818e-09f, -3.438963280810725e-10f,
-                        1.3804990484089785e-09f, 8.808272861093869e-11f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail1Hi, -0.3989422917366028f, -0.29543426632881165f,
-                        -0.22413286566734314f, -0.17376793920993805f, -0.1373639851808548f,
-                        -0.11049187928438187f, -0.09027127921581268f, -0.07478686422109604f,
-                        -0.06273827701807022f, -0.05322542041540146f, -0.04561395198106766f,
-                        -0.039449263364076614f, -0.03440043702721596f, -0.030223079025745392f,
-                        -0.0267342422157526f, -0.023795243352651596f, -0.02129971608519554f,
-                        -0.019165176898241043f, -0.017327016219496727f, -0.01573413424193859f,
-                        -0.01434575580060482f, -0.013129068538546562f, -0.012057463638484478f,
-                        -0.011109200306236744f, -0.010266394354403019f, -0.009514236822724342f,
-                        -0.008840390481054783f, -0.008234516717493534f, -0.0076879034750163555f,
-                        -0.0071931746788322926f, -0.006744051817804575f, -0.006335167214274406f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail1Lo, 9.745090956414515e-09f, 1.085129142097685e-08f,
-                        2.1982429210254395e-09f, 5.332030372784402e-09f, -3.483951127591922e-09f,
-                        4.418576060594148e-10f, -7.621379638500514e-10f, -3.0188034294553745e-09f,
-                        -9.524661059856498e-10f, -7.919734312800131e-10f, 2.5010729598484716e-11f,
-                        1.7357955073293851e-09f, 1.6899145416360284e-09f, 5.428336669055511e-10f,
-                        -4.688586185963572e-10f, -9.166175041208646e-10f, 8.910931437178249e-10f,
-                        6.300284738358641e-10f, 3.0289287744622584e-10f, -9.008083862172e-11f,
-                        2.7406094060822284e-10f, 1.136466407092307e-10f, 3.751774169113986e-10f,
-                        1.7563331344838673e-10f, -1.0039250680771161e-10f, -4.014787946537979e-10f,
-                        -1.8978665861091315e-10f, 4.522310026455756e-10f, 1.5735196479127467e-10f,
-                        -5.654842913371816e-12f, -1.9717728838575255e-10f, -8.938980111672379e-11f)
-GELU_COEFFICIENTS_FLOAT(kSingleSlope0Hi, 0.5f, 0.31429654359817505f, 0.1501476913690567f,
-                        0.001025752048008144f, -0.1373639851808548f, -0.26791754364967346f,
-                        -0.39263275265693665f, -0.5129173398017883f, -0.6297825574874878f,
-                        -0.7439681887626648f, -0.8560243844985962f, -0.9663665294647217f,
-                        -1.075312852859497f, -1.1831103563308716f, -1.2899528741836548f,
-                        -1.3959943056106567f, -1.5013585090637207f, -1.6061453819274902f,
-                        -1.7104368209838867f, -1.8143004179000854f, -1.9177920818328857f,
-                        -2.020958662033081f, -2.123839855194092f, -2.226468801498413f,
-                        -2.328874349594116f, -2.4310808181762695f, -2.533109188079834f,
-                        -2.6349778175354004f, -2.7367024421691895f, -2.838297128677368f,
-                        -2.9397740364074707f, -3.0411436557769775f)
-GELU_COEFFICIENTS_FLOAT(kSingleSlope0Lo, 0.0f, -1.075079758550146e-08f, 3.1506250941504277e-09f,
-                        -9.131716216526087e-12f, -3.3554545808556213e-09f, 1.4453514829426695e-08f,
-                        -9.678177148586542e-10f, 1.377752045783609e-08f, -2.0922068522111203e-09f,
-                        -4.71671723900613e-09f, 1.487558964896607e-08f, -7.538471180623674e-09f,
-                        -3.9989238587168074e-08f, 7.155513959133941e-09f, 4.641234596647337e-08f,
-                        -3.625926225936382e-08f, 2.8759959747048924e-08f, 8.841072762777458e-09f,
-                        -4.8714760225720966e-08f, -1.4834170336541774e-08f,
-                        -1.5199271174992646e-08f, -7.922174916075164e-08f, 7.0113399530669085e-09f,
-                        -7.945836699718711e-08f, -1.849003261611415e-08f, 5.257567892158477e-08f,
-                        4.0813691981611555e-08f, 5.6549609439571213e-08f, -3.820029803591751e-08f,
-                        -4.482378201942083e-08f, 3.051491859196176e-08f, -3.499892997638199e-08f)
-GELU_COEFFICIENTS_FLOAT(kSingleSlope1Hi, -0.7978845834732056f, -0.694376528263092f,
-                        -0.6230751276016235f, -0.5727102160453796f, -0.5363062620162964f,
-                        -0.509434163570404f, -0.4892135560512543f, -0.47372913360595703f,
-                        -0.4616805613040924f, -0.45216768980026245f, -0.44455623626708984f,
-                        -0.4383915364742279f, -0.43334272503852844f, -0.4291653633117676f,
-                        -0.42567652463912964f, -0.4227375388145447f, -0.42024198174476624f,
-                        -0.41810745000839233f, -0.41626930236816406f, -0.4146764278411865f,
-                        -0.41328802704811096f, -0.4120713472366333f, -0.41099974513053894f,
-                        -0.41005149483680725f, -0.4092086851596832f, -0.4084565043449402f,
-                        -0.4077826738357544f, -0.40717679262161255f, -0.40663018822669983f,
-                        -0.4061354696750641f, -0.40568631887435913f, -0.40527746081352234f)
-GELU_COEFFICIENTS_FLOAT(kSingleSlope1Lo, 2.1080261092265573e-08f, -7.615860830867405e-09f,
-                        -1.6268909774908025e-08f, 1.766039314787804e-09f, -7.049942407633125e-09f,
-                        4.326447200497796e-09f, -4.328128966335498e-09f, -1.403537552846501e-08f,
-                        2.93212343294158e-09f, -1.1808545252733893e-08f, 3.909600199136776e-09f,
-                        -5.555485849129127e-09f, 9.29979471209208e-09f, 4.427423316855084e-09f,
-                        1.5530857710999157e-09f, 1.4143842541614049e-08f, -1.385076853210876e-08f,
-                        -6.661252882622648e-09f, 6.050127510093262e-09f, 1.3107734453399189e-08f,
-                        -8.8798657316147e-09f, -1.5896992611175165e-09f, 1.4657992597477687e-09f,
-                        1.4304771589479515e-08f, 1.0303454978100035e-08f, -1.3280695654316332e-08f,
-                        2.763480333456414e-09f, -4.045082491188623e-09f, 4.507602735515093e-09f,
-                        1.4589144115007002e-08f, -1.354205547698939e-08f, 1.3108425456209716e-08f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail2, 0.25f, 0.17008677124977112f, 0.11877620220184326f,
-                        0.08495325595140457f, 0.062107153236866f, 0.04632273688912392f,
-                        0.03518687188625336f, 0.027177322655916214f, 0.02131272293627262f,
-                        0.016947370022535324f, 0.01364822592586279f, 0.011119632050395012f,
-                        0.009156321175396442f, 0.007613528519868851f, 0.006387651897966862f,
-                        0.005403521936386824f, 0.00460589025169611f, 0.0039536599069833755f,
-                        0.003415910294279456f, 0.002969130640849471f, 0.0025952637661248446f,
-                        0.0022803107276558876f, 0.0020133231300860643f, 0.0017856652848422527f,
-                        0.001590473810210824f, 0.0014222521567717195f, 0.0012765680439770222f,
-                        0.001149823423475027f, 0.0010390796232968569f, 0.00094192149117589f,
-                        0.00085635349387303f, 0.0007807178772054613f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail3, -0.13297994434833527f, -0.08430377393960953f,
-                        -0.054914701730012894f, -0.03668421134352684f, -0.02508554607629776f,
-                        -0.017529448494315147f, -0.012496967799961567f, -0.009075503796339035f,
-                        -0.0067042694427073f, -0.005031274631619453f, -0.0038311260286718607f,
-                        -0.002956755692139268f, -0.0023104893043637276f, -0.0018263694364577532f,
-                        -0.0014591527869924903f, -0.0011773454025387764f, -0.0009587177773937583f,
-                        -0.0007873739232309163f, -0.0006518064765259624f, -0.000543587957508862f,
-                        -0.00045647897059097886f, -0.00038581216358579695f, -0.0003280621313024312f,
-                        -0.00028054151334799826f, -0.00024118386500049382f,
-                        -0.00020838712225668132f, -0.0001808995584724471f, -0.0001577359507791698f,
-                        -0.00013811534154228866f, -0.0001214146614074707f, -0.0001071335791493766f,
-                        -9.486794442636892e-05f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail4, 0.062499720603227615f, 0.03725254535675049f,
-                        0.02282961644232273f, 0.014359966851770878f, 0.00925536546856165f,
-                        0.00610270956531167f, 0.004110341425985098f, 0.002823788905516267f,
-                        0.00197603995911777f, 0.0014067464508116245f, 0.001017599948681891f,
-                        0.0007471368298865855f, 0.0005562120932154357f, 0.0004194561333861202f,
-                        0.0003201536601409316f, 0.0002471186744514853f, 0.00019275446538813412f,
-                        0.0001518298959126696f, 0.00012069510557921603f, 9.677177877165377e-05f,
-                        7.821708277333528e-05f, 6.369915354298428e-05f, 5.224525011726655e-05f,
-                        4.313784302212298e-05f, 3.584261139621958e-05f, 2.9958124287077226e-05f,
-                        2.5180186639772728e-05f, 2.127644074789714e-05f, 1.8068034478346817e-05f,
-                        1.541628262202721e-05f, 1.3212910744186956e-05f, 1.1372817425581161e-05f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail5, -0.026700269430875778f, -0.015051443129777908f,
-                        -0.008728035725653172f, -0.005198023281991482f, -0.0031744614243507385f,
-                        -0.0019850071985274553f, -0.0012690848670899868f, -0.0008284389623440802f,
-                        -0.0005514504737220705f, -0.0003738474624697119f, -0.00025782265583984554f,
-                        -0.00018068173085339367f, -0.00012853811495006084f, -9.273880277760327e-05f,
-                        -6.779822433600202e-05f, -5.0181595725007355e-05f, -3.757573358598165e-05f,
-                        -2.8444506824598648e-05f, -2.1753579858341254e-05f,
-                        -1.6797264834167436e-05f, -1.3088063496979885e-05f,
-                        -1.0285193638992496e-05f, -8.147748303599656e-06f, -6.5036015257646795e-06f,
-                        -5.228518148214789e-06f, -4.231962520861998e-06f, -3.4473530376999406e-06f,
-                        -2.825293222485925e-06f, -2.328833716092049e-06f, -1.9301153315609554e-06f,
-                        -1.6079745819297386e-06f, -1.3462180277201696e-06f)
-GELU_COEFFICIENTS_FLOAT(kSingleTail6, 0.010452340357005596f, 0.005601311568170786f,
-                        0.0030887399334460497f, 0.0017500297399237752f, 0.0010173118207603693f,
-                        0.0006058954750187695f, 0.0003692221362143755f, 0.0002299105399288237f,
-                        0.0001461068750359118f, 9.46473446674645e-05f, 6.242865492822602e-05f,
-                        4.188280217931606e-05f, 2.8551470677484758e-05f, 1.9758452253881842e-05f,
-                        1.3868352652934846e-05f, 9.864711500995327e-06f, 7.105500571924495e-06f,
-                        5.178941592021147e-06f, 3.817063770839013e-06f, 2.8430577003746293e-06f,
-                        2.138719537470024e-06f, 1.6240350078078336e-06f, 1.2441929584383615e-06f,
-                        9.612213034415618e-07f, 7.485292599085369e-07f, 5.873044415238837e-07f,
-                        4.6410715981437534e-07f, 3.692464645155269e-07f, 2.956720948077418e-07f,
-                        2.382115127375073e-07f, 1.930389146309608e-07f, 1.5730270774838573e-07f)
-
-constexpr float kSingleCore = 7.875f;
-
-// table[k mod 32] for the integer k held in the low bits of shifted = k + 1.5 * 2^23.
-GELU_HD float table_entry32(const float (&table)[32], float shifted) {
-  return table[bit_cast<uint32_t>(shifted) & 31u];
-}
-
-// value * 2^floor(k / 32) for an integer-valued k, the result a normal float (so exact).
-GELU_HD float times_pow2_floor32(float value, float k) {
-  const int32_t m = static_cast<int32_t>(k) >> 5;  // arithmetic shift: floor for negative k
-  return value * bit_cast<float>(static_cast<uint32_t>(m + 127) << 23);
-}
-
-// exp(c (a + a_lo)) = scale (1 + em), with c = -1/2 (kHalfNegated) or 1: relative error below
-// 2^-28.5, for c a in [-66.5, 0] and |a_lo| <= 2^-15. c a = (k + j/32) ln2 + c r, |c r| <= ln2/64;
-// scale = 2^(j/32) rounded to float, times 2^floor(k/32) (one scaling instead of a pair's two);
-// em = e^(c r) - 1 plus that rounding's relative error (their product, below 2^-30.6, is
-// dropped). Every core domain keeps c a above -66.5; beyond, the argument is clamped (NaN too:
-// fmin and fmax return the other operand), so that the results the double path will redo never
-// pass through subnormals (each a microcode assist on x86, ten times slower).
+// What the single path computes at x, as double pairs: the gate p, f = x p if kWant & kF, and the
+// slope f'(x) if kWant & kD1.
 template <class F>
-struct ScaledExp {
-  F scale, em;
+struct SingleParts {
+  DD<F> value, slope, gate;
 };
-
-template <bool kHalfNegated, class F>
-GELU_HD ScaledExp<F> single_exp(F a, F a_lo) {
-  constexpr float c = kHalfNegated ? -0.5f : 1.0f;       // scaling by it is exact
-  constexpr float kRound = 12582912.0f;                  // 1.5 * 2^23: adding it rounds to integer
-  constexpr float k32OverLn2 = 46.16624130844683f;
-  constexpr float kLn2Over32Hi = 0.02165985107421875f;     // 12 significant bits: k * hi is exact
-  constexpr float kLn2Over32Lo = 9.983182280848268e-07f;  // ln2/32 - hi
-  a = kHalfNegated ? fmin(a, F(133.0f)) : fmax(a, F(-66.5f));
-  const F shifted = fma(a, F(c * k32OverLn2), F(kRound));  // k in the low bits of its significand
-  const F k = shifted - F(kRound);
-  F r = fma(k, F(-kLn2Over32Hi / c), a);                  // exact
-  r = fma(k, F(-kLn2Over32Lo / c), r) + a_lo;
-  // e^(c r) - 1 = r (c + r (c2 c^2 + r c3 c^3))
-  F p = fma(r, F(kSingleExpC3 * c * c * c), F(kSingleExpC2 * c * c));
-  p = fma(r, p, F(c));
-  return ScaledExp<F>{times_pow2_floor32(table_entry32(GELU_TABLE(kSingleExp2Hi), shifted), k),
-                      fma(r, p, table_entry32(GELU_TABLE(kSingleExp2Ratio), shifted))};
-}
-
-// exp(-(t + t_lo)^2/2), for t < kSingleCore and |t_lo| <= ulp(t) (t_lo: the low part of an
-// argument pair, 0 without one).
-template <bool kPair, class F>
-GELU_HD ScaledExp<F> single_gaussian(F t, F t_lo) {
-  const F h = t * t;
-  F h_lo = fms(t, t, h);                                  // t^2 = h + h_lo exactly
-  if (kPair) h_lo = fma(F(2.0f) * t, t_lo, h_lo);         // + 2 t t_lo (t_lo^2 is negligible)
-  return single_exp<true>(h, h_lo);
-}
-
-// The nine numbers of an interval's polynomial, c6 .. c2, c0 hi and lo, c1 hi and lo (R's for
-// the forward, S's for the derivative), also stored by rows, padded to three groups of four, for
-// the SIMD lanes that read whole rows rather than look each column up (cpu/simd_avx2.h).
-constexpr int kSingleCoefficients = 9;
-using SingleRow = float[12];
-struct SingleRows {
-  SingleRow row[32];
-};
-constexpr SingleRows single_rows(const float (&c0_hi)[32], const float (&c0_lo)[32],
-                                 const float (&c1_hi)[32], const float (&c1_lo)[32]) {
-  SingleRows rows{};
-  for (int i = 0; i < 32; ++i) {
-    const float entries[kSingleCoefficients] = {
-        kSingleTail6_host[i], kSingleTail5_host[i], kSingleTail4_host[i], kSingleTail3_host[i],
-        kSingleTail2_host[i], c0_hi[i], c0_lo[i], c1_hi[i], c1_lo[i]};
-    for (int c = 0; c < kSingleCoefficients; ++c) rows.row[i][c] = entries[c];
-  }
-  return rows;
-}
-alignas(64) static constexpr SingleRows kSingleTailRows = single_rows(
-    kSingleTail0Hi_host, kSingleTail0Lo_host, kSingleTail1Hi_host, kSingleTail1Lo_host);
-alignas(64) static constexpr SingleRows kSingleSlopeRows = single_rows(
-    kSingleSlope0Hi_host, kSingleSlope0Lo_host, kSingleSlope1Hi_host, kSingleSlope1Lo_host);
-// R's (kTail) or S's rows; none on the GPU, which reads columns.
-template <bool kTail>
-GELU_HD const SingleRow* single_rows_or_none() {
-#if defined(__CUDA_ARCH__)
-  return nullptr;
-#else
-  return kTail ? kSingleTailRows.row : kSingleSlopeRows.row;
-#endif
-}
-
-// The nine numbers for each lane's interval (picked by `shifted`), by default one column at a
-// time; `rows` is the same table by rows (nullptr on the GPU, which does not read it).
-template <class F, class Table>
-GELU_HD void single_coefficients(const SingleRow* /* rows */, F shifted,
-                                 const Table& c0_hi, const Table& c0_lo, const Table& c1_hi,
-                                 const Table& c1_lo, F (&c)[kSingleCoefficients]) {
-  c[0] = table_entry32(GELU_TABLE(kSingleTail6), shifted);
-  c[1] = table_entry32(GELU_TABLE(kSingleTail5), shifted);
-  c[2] = table_entry32(GELU_TABLE(kSingleTail4), shifted);
-  c[3] = table_entry32(GELU_TABLE(kSingleTail3), shifted);
-  c[4] = table_entry32(GELU_TABLE(kSingleTail2), shifted);
-  c[5] = table_entry32(c0_hi, shifted);
-  c[6] = table_entry32(c0_lo, shifted);
-  c[7] = table_entry32(c1_hi, shifted);
-  c[8] = table_entry32(c1_lo, shifted);
-}
-
-// c0 + c1 (s + t_lo) + s^2 (c2 + c3 s + ... + c6 s^4) as a float pair, c0 and c1 themselves
-// pairs; the interval is picked by `shifted`. hi = c0 + c1 s rounded once, and its rounding error
-// recovered exactly, as |c1 s| <= |c0| / 8 makes c0 - hi exact; except where S(t) crosses zero
-// (near t = 0.75), where c0 - hi is then inexact by at most half an ulp of c1 s, far below the
-// derivative's bound there (2 ulps of its larger term).
-template <bool kPair, class F, class Table>
-GELU_HD DD<F> single_polynomial(F s, F t_lo, F shifted, const SingleRow* rows,
-                                const Table& c0_hi, const Table& c0_lo, const Table& c1_hi,
-                                const Table& c1_lo) {
-  F c[kSingleCoefficients];
-  single_coefficients(rows, shifted, c0_hi, c0_lo, c1_hi, c1_lo, c);
-  F upper = c[0];
-  upper = fma(upper, s, c[1]);
-  upper = fma(upper, s, c[2]);
-  upper = fma(upper, s, c[3]);
-  upper = fma(upper, s, c[4]);
-  F rest = fma(s * s, upper, fma(c[8], s, c[6]));
-  if (kPair) rest = fma(c[7], t_lo, rest);
-  const F hi = fma(c[7], s, c[5]);
-  return DD<F>{hi, fma(c[7], s, c[5] - hi) + rest};
-}
-
-// i = round(4 t) in the low bits of the returned shift, and s = t - i/4 (exact).
-template <class F>
-GELU_HD F single_interval(F t, F& s) {
-  constexpr float kRound = 12582912.0f;
-  const F shifted = fma(t, F(4.0f), F(kRound));
-  s = fma(shifted - F(kRound), F(-0.25f), t);
-  return shifted;
-}
-
-// scale (1 + em) (p.hi + p.lo) as a pair, for |em| <= 2^-5 and |p.lo| <= 2^-6 |p.hi| (p is not
-// renormalized), so that em p.lo counts too.
-template <class F>
-GELU_HD DD<F> single_scaled_product(ScaledExp<F> e, DD<F> p) {
-  const F hi = e.scale * p.hi;
-  return DD<F>{hi, fma(e.scale, fma(e.em, p.hi + p.lo, p.lo), fms(e.scale, p.hi, hi))};
-}
 
 // a b for pairs whose lo parts may reach 2^-6 of their hi parts, so that lo * lo counts too.
 template <class F>
@@ -1354,122 +1027,47 @@ GELU_HD DD<F> single_product(DD<F> a, DD<F> b) {
   return DD<F>{hi, fma(a.hi, b.hi, -hi) + fma(a.hi, b.lo, a.lo * (b.hi + b.lo))};
 }
 
-// a for x < 0, 1 - a otherwise, for |a.hi| <= 1/2 (so the difference is a fast two-sum).
-template <class M, class F>
-GELU_HD DD<F> single_reflect(M negative, DD<F> a) {
-  const DD<F> reflected = dd_one_minus(a);
-  return DD<F>{select(negative, a.hi, reflected.hi), select(negative, a.lo, reflected.lo)};
-}
-
-// What the single path computes at z = x + x_lo, |x_lo| <= ulp(x)/2 (x_lo = 0 unless kPair), as
-// float pairs: f(z) itself if kWant & kF, and the slope f'(z) if kWant & kD1; the gated forms
-// also give their gate p, f = z p.
+// a b, a a double, b a pair: rounded once.
 template <class F>
-struct SingleParts {
-  DD<F> value, slope, gate;
-};
-
-// f = max(z, 0) - (t + t_lo) Q, t + t_lo = |z|, from Q = Q(t + t_lo): no case split, and
-// (t + t_lo) Q <= t/2 makes the difference a fast two-sum.
-template <bool kPair, class F>
-GELU_HD DD<F> single_exact_value(F x, F x_lo, F t, F t_lo, DD<F> q) {
-  const F p = t * q.hi;
-  F p_lo = fma(t, q.lo, fms(t, q.hi, p));                 // t Q = p + p_lo
-  if (kPair) p_lo = fma(t_lo, q.hi, p_lo);
-  const F c = fmax(x, F(0.0f));
-  const F u = c - p;
-  F v = ((c - u) - p) - p_lo;
-  if (kPair) v = v + select(x > F(0.0f), x_lo, F(0.0f));
-  return DD<F>{u, v};
+GELU_HD F single_times(F a, DD<F> b) {
+  return fma(a, b.hi, a * b.lo);
 }
 
-// The exact form, for |x| < kSingleCore: f from Q(t) as above, and f' = E S(t) for z < 0,
-// 1 - E S(t) otherwise (|E S| <= 1/2).
-template <int kWant, bool kPair, class F>
-GELU_HD SingleParts<F> single_exact(F x, F x_lo) {
-  const F t = fabs(x);
-  const auto negative = x < F(0.0f);
-  const F t_lo = kPair ? select(negative, -x_lo, x_lo) : F(0.0f);
-  F s;
-  const F shifted = single_interval(t, s);
-  const ScaledExp<F> e = single_gaussian<kPair>(t, t_lo);
-  SingleParts<F> r{};
-  if (kWant & kF) {
-    r.value = single_exact_value<kPair>(x, x_lo, t, t_lo, single_scaled_product(
-        e, single_polynomial<kPair>(s, t_lo, shifted, single_rows_or_none<true>(),
-                                    GELU_TABLE(kSingleTail0Hi), GELU_TABLE(kSingleTail0Lo),
-                                    GELU_TABLE(kSingleTail1Hi), GELU_TABLE(kSingleTail1Lo))));
-  }
-  if (kWant & kD1) {
-    r.slope = single_reflect(negative, single_scaled_product(e, single_polynomial<kPair>(
-        s, t_lo, shifted, single_rows_or_none<false>(), GELU_TABLE(kSingleSlope0Hi),
-        GELU_TABLE(kSingleSlope0Lo), GELU_TABLE(kSingleSlope1Hi), GELU_TABLE(kSingleSlope1Lo))));
-  }
-  return r;
+// (a + a_lo) b as a pair, a and a_lo doubles, b a pair.
+template <class F>
+GELU_HD DD<F> single_pair_times(F a, F a_lo, DD<F> b) {
+  const F hi = a * b.hi;
+  return DD<F>{hi, fma(a, b.hi, -hi) + fma(a_lo, b.hi, a * b.lo)};
 }
 
-// The gated forms, f = x p with p = sigmoid(s(x)), q = 1 - p: the gate p and the slope
-// f' = p + x s' p q, in float lanes or (kFloat64) double lanes. s = x w(x) and s' are carried as
-// pairs to far below an ulp; e = exp(-|s|), then 1/(1 + e) by a correctly rounded division and
-// one correction, p and q from e/(1 + e) and 1/(1 + e). Each pair has a relative error near 2^-28
-// (float) or 2^-57 (double), and f' one near 2^-27 or 2^-56 of its larger term. Core domains keep
-// e and its low part normal: |s| <= 66.4 (float), |s| <= 647 (double).
-constexpr float kSingleCoreGate = 9.0f;
-constexpr double kSingleCoreTanhF64 = 20.0, kSingleCoreSigmoidF64 = 380.0;
-
-// exp(a + a_lo) as a pair, for the arguments of the core domains.
-template <bool kFloat64, class F>
-GELU_HD DD<F> single_gate_exp(F a, F a_lo) {
-  if constexpr (kFloat64) {
-    const ScaledDD<F> e = exp_dd(DD<F>{a, a_lo});
-    const F scale = e.k + F(kRoundToInteger);  // k >= -935 in the core domains: 2^k is normal
-    return DD<F>{times_pow2(e.m.hi, scale), times_pow2(e.m.lo, scale)};
-  } else {
-    const ScaledExp<F> e = single_exp<false>(a, a_lo);
-    return DD<F>{e.scale, e.scale * e.em};
-  }
-}
-
-template <Approximate A, int kWant, bool kPair, bool kFloat64, class F>
-GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
-  // The constants as pairs in the lanes' precision.
-  using C = typename std::conditional<kFloat64, double, float>::type;
-  constexpr C c1_hi = kFloat64 ? kTanhS1Hi : kTanhC1Hi, c1_lo = kFloat64 ? kTanhS1Lo : kTanhC1Lo;
-  constexpr C c3_hi = kFloat64 ? kTanhS3Hi : kTanhC3Hi, c3_lo = kFloat64 ? kTanhS3Lo : kTanhC3Lo;
-  constexpr C c3x3_hi = kFloat64 ? kTanhS3x3Hi : kTanh3C3Hi;
-  constexpr C c3x3_lo = kFloat64 ? kTanhS3x3Lo : kTanh3C3Lo;
-  constexpr C sigmoid_hi = kFloat64 ? kSigmoidHi : kSigmoidFloatHi;
-  constexpr C sigmoid_lo = kFloat64 ? kSigmoidLo : kSigmoidFloatLo;
+template <Approximate A, int kWant, class F>
+GELU_HD SingleParts<F> single_gate(F x) {
+  static_assert(A != Approximate::kNone, "the single path serves the gated forms only");
   DD<F> w, ds;  // s = x w, and s'
   if (A == Approximate::kTanh) {
     const F x2 = x * x, x2_lo = fma(x, x, -x2);
-    w = tanh_polynomial_pair(c1_hi, c1_lo, c3_hi, c3_lo, x2, x2_lo);
-    ds = tanh_polynomial_pair(c1_hi, c1_lo, c3x3_hi, c3x3_lo, x2, x2_lo);
+    w = tanh_polynomial_pair(kTanhS1Hi, kTanhS1Lo, kTanhS3Hi, kTanhS3Lo, x2, x2_lo);
+    ds = tanh_polynomial_pair(kTanhS1Hi, kTanhS1Lo, kTanhS3x3Hi, kTanhS3x3Lo, x2, x2_lo);
   } else {
-    w = DD<F>{F(sigmoid_hi), F(sigmoid_lo)};
+    w = DD<F>{F(kSigmoidHi), F(kSigmoidLo)};
     ds = w;
   }
   const F s_hi = x * w.hi;
-  F s_lo = fma(x, w.hi, -s_hi) + x * w.lo;
-  if (kPair) s_lo = fma(x_lo, ds.hi, s_lo);           // s(x + x_lo) = s(x) + s'(x) x_lo
-  const auto nonnegative = s_hi >= F(0.0f);
-  DD<F> e = single_gate_exp<kFloat64>(-fabs(s_hi), select(nonnegative, -s_lo, s_lo));
-  // Normalized (exp_dd's pairs already are): the division's correction is first-order in e.lo.
-  if (!kFloat64) e = fast_two_sum(e.hi, e.lo);
-  const F d = F(1.0f) + e.hi, d_lo = ((F(1.0f) - d) + e.hi) + e.lo;  // 1 + e = d + d_lo
-  const F q0 = F(1.0f) / d;
-  const DD<F> inv{q0, q0 * (fma(-d, q0, F(1.0f)) - d_lo * q0)};     // 1 / (1 + e)
-  const DD<F> small = single_product(e, inv);                        // e / (1 + e)
+  const F s_lo = fma(x, w.hi, -s_hi) + x * w.lo;
+  const auto nonnegative = s_hi >= F(0.0);
+  const ScaledDD<F> scaled = exp_dd(DD<F>{-fabs(s_hi), select(nonnegative, -s_lo, s_lo)});
+  const F scale = scaled.k + F(kRoundToInteger);  // k >= -935 in the core domains: 2^k is normal
+  const DD<F> e{times_pow2(scaled.m.hi, scale), times_pow2(scaled.m.lo, scale)};
+  const F d = F(1.0) + e.hi, d_lo = ((F(1.0) - d) + e.hi) + e.lo;  // 1 + e = d + d_lo
+  const F q0 = F(1.0) / d;
+  const DD<F> inv{q0, q0 * (fma(-d, q0, F(1.0)) - d_lo * q0)};     // 1 / (1 + e)
+  const DD<F> small = single_product(e, inv);                       // e / (1 + e)
   SingleParts<F> r{};
   r.gate = DD<F>{select(nonnegative, inv.hi, small.hi), select(nonnegative, inv.lo, small.lo)};
-  if (kWant & kF) r.value = single_pair_times(x, x_lo, r.gate);
+  if (kWant & kF) r.value = single_pair_times(x, F(0.0), r.gate);
   if (kWant & kD1) {
     DD<F> xds = two_prod(x, ds.hi);
     xds.lo = fma(x, ds.lo, xds.lo);
-    if (kPair) xds.lo = fma(x_lo, ds.hi, xds.lo);
-    if (kPair && A == Approximate::kTanh) {  // + x s'' x_lo, s'' = 6 c3 x
-      xds.lo = fma(F(C(6) * c3_hi) * (x * x), x_lo, xds.lo);
-    }
     const DD<F> term = single_product(xds, single_product(small, inv));  // x s' p q
     const DD<F> sum = two_sum(r.gate.hi, term.hi);
     r.slope = DD<F>{sum.hi, sum.lo + (r.gate.lo + term.lo)};
@@ -1477,124 +1075,59 @@ GELU_HD SingleParts<F> single_gate(F x, F x_lo) {
   return r;
 }
 
-// a b, a a float, b a pair: rounded once.
-template <class F>
-GELU_HD F single_times(F a, DD<F> b) {
-  return fma(a, b.hi, a * b.lo);
-}
-
-// (a + a_lo) b as a pair, a and a_lo floats, b a pair.
-template <class F>
-GELU_HD DD<F> single_pair_times(F a, F a_lo, DD<F> b) {
-  const F hi = a * b.hi;
-  return DD<F>{hi, fma(a, b.hi, -hi) + fma(a_lo, b.hi, a * b.lo)};
-}
-
-template <Approximate A, int kWant, bool kPair, bool kFloat64, class F>
-GELU_HD SingleParts<F> single_parts(F x, F x_lo) {
-  static_assert(!kFloat64 || A != Approximate::kNone, "float64: gated forms only");
-  if constexpr (A == Approximate::kNone) return single_exact<kWant, kPair>(x, x_lo);
-  else return single_gate<A, kWant, kPair, kFloat64>(x, x_lo);
-}
-
-// Error 0 where the single path holds: the argument in the core domain (false for NaN).
-template <Approximate A, bool kFloat64, class F>
+// Error 0 where the single path holds: x in the core domain (false for NaN).
+template <Approximate A, class F>
 GELU_HD F single_domain_error(F x) {
-  constexpr double kCore = A == Approximate::kNone ? kSingleCore
-                           : !kFloat64               ? kSingleCoreGate
-                           : A == Approximate::kTanh ? kSingleCoreTanhF64
-                                                     : kSingleCoreSigmoidF64;
-  return select(fabs(x) < F(kCore), F(0.0f), F(__builtin_huge_valf()));
+  constexpr double kCore = A == Approximate::kTanh ? kSingleCoreTanhF64 : kSingleCoreSigmoidF64;
+  return select(fabs(x) < F(kCore), F(0.0), F(__builtin_huge_val()));
 }
 
 // A result formed from more than x alone (a gradient, a bias, up): error 0 where its magnitude
-// lies in (2^-100, inf) (double lanes: (2^-900, inf)). Zeros (whose sign a sum of products may
-// lose), results near the subnormals (where the low parts' roundings are no longer relative) and
-// inf or NaN (from infinite operands or overflow) go to the double path.
-template <bool kFloat64, class F>
+// lies in (2^-900, inf). Zeros (whose sign a sum of products may lose), results near the
+// subnormals (where the low parts' roundings are no longer relative) and inf or NaN (from
+// infinite operands or overflow) go to the double-double path.
+template <class F>
 GELU_HD Bounded<F> single_result(F value, F domain_error) {
-  constexpr double kSmallest = kFloat64 ? 0x1p-900 : 0x1p-100;
-  const F magnitude = fabs(value), inf = F(__builtin_huge_valf());
-  const F error = select(magnitude > F(kSmallest), select(magnitude < inf, F(0.0f), inf), inf);
+  const F magnitude = fabs(value), inf = F(__builtin_huge_val());
+  const F error = select(magnitude > F(0x1p-900), select(magnitude < inf, F(0.0), inf), inf);
   return Bounded<F>{value, domain_error + error};
 }
 
-// The passes the single path serves: every pass but the double backward; for float64, of the
-// gated forms only (the exact form has no double-lane single path: its R(t) stays in
-// double-double).
+// The passes the single path serves: every pass but the double backward, for float64 data of the
+// gated forms (the exact form's R(t) stays in double-double).
 template <Pass P, Approximate A, bool kFloat64>
 constexpr bool has_single_path() {
   return P != Pass::kDoubleBackward && kFloat64 && A != Approximate::kNone;
 }
 
-template <Pass P, Approximate A, bool kFloat64 = false>
+template <Pass P, Approximate A>
 struct SinglePassMath {
-  template <int kWant, bool kPair, class F>
-  GELU_HD static SingleParts<F> parts(F x, F x_lo) {
-    return single_parts<A, kWant, kPair, kFloat64>(x, x_lo);
-  }
-  template <class F>
-  GELU_HD static F domain(F x) {
-    return single_domain_error<A, kFloat64>(x);
-  }
-  template <class F>
-  GELU_HD static Bounded<F> result(F value, F domain_error) {
-    return single_result<kFloat64>(value, domain_error);
-  }
-  // Error 0 above -kSingleCore (false for NaN): the exact form's forward and backward take every
-  // x above the core domain as its limit.
-  template <class F>
-  GELU_HD static F exact_lower_domain(F x) {
-    return select(x > F(-kSingleCore), F(0.0f), F(__builtin_huge_valf()));
-  }
-  // x + b: exactly, as a pair, for float32; rounded for float64, as its double path rounds it.
-  template <class F>
-  GELU_HD static DD<F> bias_sum(F x, F b) {
-    if constexpr (kFloat64) return DD<F>{x + b, F(0.0f)};
-    else return two_sum(x, b);
-  }
-
   template <class F>
   GELU_HD static void apply(const F* in, Bounded<F>* out) {
-    if constexpr (P == Pass::kForward && A == Approximate::kNone && !kFloat64) {
-      // Above the core domain f = x, +inf included: x Q(x) < ulp(x)/2 there. Below 2^-125 in
-      // magnitude (zeros included, with their signs) f is x/2 rounded into the subnormals, where
-      // the pair's low parts would underflow: that product, as the double path gives it.
-      const F x = in[0];
-      const DD<F> f = parts<kF, false>(x, F(0.0f)).value;
-      const F value = select(x < F(kSingleCore), f.hi + f.lo, x);
-      out[0] = Bounded<F>{select(fabs(x) < F(0x1p-125f), x * F(0.5f), value),
-                          exact_lower_domain(x)};
-    } else if constexpr (P == Pass::kForward) {
-      const SingleParts<F> g = parts<kF, false>(in[0], F(0.0f));
-      out[0] = Bounded<F>{single_times(in[0], g.gate), domain(in[0])};
-    } else if constexpr (P == Pass::kBackward && A == Approximate::kNone && !kFloat64) {
-      // Above the core domain f' rounds to 1, so that the result is the gradient itself.
-      const F x = in[1];
-      const SingleParts<F> g = parts<kD1, false>(x, F(0.0f));
-      out[0] = result(select(x < F(kSingleCore), single_times(in[0], g.slope), in[0]),
-                      exact_lower_domain(x));
+    if constexpr (P == Pass::kForward) {
+      const SingleParts<F> g = single_gate<A, kF>(in[0]);
+      out[0] = Bounded<F>{single_times(in[0], g.gate), single_domain_error<A>(in[0])};
     } else if constexpr (P == Pass::kBackward) {
-      const SingleParts<F> g = parts<kD1, false>(in[1], F(0.0f));
-      out[0] = result(single_times(in[0], g.slope), domain(in[1]));
+      const SingleParts<F> g = single_gate<A, kD1>(in[1]);
+      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(in[1]));
     } else if constexpr (P == Pass::kBiasForward) {
-      const DD<F> z = bias_sum(in[0], in[1]);
-      const DD<F> f = parts<kF, !kFloat64>(z.hi, z.lo).value;
-      out[0] = result(f.hi + f.lo, domain(z.hi));
+      const F z = in[0] + in[1];  // rounded, as the double-double path rounds it
+      const DD<F> f = single_gate<A, kF>(z).value;
+      out[0] = single_result(f.hi + f.lo, single_domain_error<A>(z));
     } else if constexpr (P == Pass::kBiasBackward) {
-      const DD<F> z = bias_sum(in[1], in[2]);
-      const SingleParts<F> g = parts<kD1, !kFloat64>(z.hi, z.lo);
-      out[0] = result(single_times(in[0], g.slope), domain(z.hi));
+      const F z = in[1] + in[2];
+      const SingleParts<F> g = single_gate<A, kD1>(z);
+      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(z));
     } else if constexpr (P == Pass::kGegluForward) {
-      const DD<F> f = parts<kF, false>(in[0], F(0.0f)).value;
-      out[0] = result(single_times(in[1], f), domain(in[0]));
+      const DD<F> f = single_gate<A, kF>(in[0]).value;
+      out[0] = single_result(single_times(in[1], f), single_domain_error<A>(in[0]));
     } else if constexpr (P == Pass::kGegluBackward) {
-      const SingleParts<F> g = parts<kF | kD1, false>(in[1], F(0.0f));
-      const F in_domain = domain(in[1]);
+      const SingleParts<F> g = single_gate<A, kF | kD1>(in[1]);
+      const F in_domain = single_domain_error<A>(in[1]);
       const DD<F> grad_up = two_prod(in[0], in[2]);
       const DD<F> dgate = single_pair_times(grad_up.hi, grad_up.lo, g.slope);
-      out[0] = result(dgate.hi + dgate.lo, in_domain);
-      out[1] = result(single_times(in[0], g.value), in_domain);
+      out[0] = single_result(dgate.hi + dgate.lo, in_domain);
+      out[1] = single_result(single_times(in[0], g.value), in_domain);
     }
   }
 };

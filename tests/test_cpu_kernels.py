@@ -26,7 +26,7 @@ g = torch.Generator().manual_seed(0)
 x64 = torch.cat([torch.randn(5000, generator=g, dtype=torch.float64) * 6,
                  torch.linspace(-80, 80, 3001, dtype=torch.float64),
                  torch.tensor([float("inf"), -float("inf"), float("nan"), 0.0, -0.0, 1e300, -1e300,
-                               # float32 subnormals and the edges of its single path's branches
+                               # float32 subnormals and the edges of former branches
                                # (16 of them, as the total must stay a multiple of 8)
                                1e-40, -1e-40, 3e-39, -3e-39, 1e-45, 2.0 ** -126, 2.0 ** -125,
                                -2.0 ** -125, 2.0 ** -124, -2.0 ** -124, 7.875, -7.875, 8.0, -8.0,

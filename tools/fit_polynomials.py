@@ -3,9 +3,9 @@
     python tools/fit_polynomials.py            # all tables
     python tools/fit_polynomials.py --check    # only the achieved errors
 
-Polynomials for float32/float16/bfloat16 inputs (evaluated in double, to about 2^-33) are
-weighted discrete minimax fits (Lawson's iteratively reweighted least squares) of the relative
-error on Chebyshev points. Those for float64 inputs (to about 2^-60) interpolate at Chebyshev
+Polynomials and the rational for float32/float16/bfloat16 inputs (evaluated in double, to about
+2^-33) are weighted discrete minimax fits (Lawson's iteratively reweighted least squares) of the
+relative error on Chebyshev points. Those for float64 inputs (to about 2^-60) interpolate at Chebyshev
 points in 50-digit arithmetic. Everything is measured against mpmath, with the coefficients
 rounded to double as they are stored.
 """
@@ -187,65 +187,12 @@ def float64_tail_table(check):
             print("    {" + ", ".join(repr(v) for v in row) + "},")
 
 
-def to_float32(v):
-    return float(np.float32(float(v)))
-
-
-def single_float(v):
-    """v as a float32 pair hi + lo."""
-    hi = to_float32(v)
-    return hi, to_float32(mp.mpf(v) - mp.mpf(hi))
-
-
-def float32_single_tables(check):
-    """The float32 single path: 2^(j/32) as floats T_j with their relative rounding errors;
-    e^r = 1 + r + r^2 (c2 + c3 r) on |r| <= ln2/64; R(t) on [i/4 - 1/8, i/4 + 1/8], i = 0..31,
-    degree 6 in s = t - i/4 (constant and linear coefficients as float pairs); the same for
-    D(t) = R(t) - t/sqrt(2 pi), whose higher coefficients are R's."""
-    f32 = to_float32
-    pairs = [single_float(mp.mpf(2)**(mp.mpf(j) / 32)) for j in range(32)]
-    bound = mp.log(2) / 64 * mp.mpf("1.01")
-    c = fit(lambda r: mp.exp(r), -bound, bound, 3, {0: 1, 1: 1})
-    c = [1, 1, f32(c[2]), f32(c[3])]
-    worst = max(abs((1 + r + r * r * (c[2] + c[3] * r)) / mp.exp(r) - 1)
-                for r in mp.linspace(-bound, bound, 401))
-    print(f"// single exp: e^r = 1 + r + r^2 (c2 + c3 r), |r| <= ln2/64: relative error "
-          f"2^{float(mp.log(worst, 2)):.1f}")
-    w, degree, density = mp.mpf(1) / 4, 6, 1 / mp.sqrt(2 * mp.pi)
-    rows, worst_r = [], -100.0
-    for i in range(32):
-        center = i * w
-        co = interpolate(lambda s: upper_tail_scaled(s + center), -w / 2, w / 2, degree)
-        c0, c1 = single_float(co[0]), single_float(co[1])
-        d0, d1 = single_float(co[0] - density * center), single_float(co[1] - density)
-        stored = [mp.mpf(c0[0]) + c0[1], mp.mpf(c1[0]) + c1[1]] + [mp.mpf(f32(v)) for v in co[2:]]
-        worst_r = max(worst_r, max_relative_error_mp(upper_tail_scaled, stored, center,
-                                                      max(0, center - w / 2), center + w / 2, 100))
-        rows.append((c0, c1, d0, d1, [f32(v) for v in co[2:]]))
-    print(f"// single tail: R(t), 32 intervals, degree {degree}: relative error 2^{worst_r:.1f}")
-    if check:
-        return
-    def table(name, values):
-        print(f"GELU_COEFFICIENTS_FLOAT({name}, " + ", ".join(f"{v!r}f" for v in values) + ")")
-    table("kSingleExp2Hi", [p[0] for p in pairs])
-    table("kSingleExp2Ratio", [f32(mp.mpf(p[1]) / p[0]) for p in pairs])
-    print(f"constexpr float kSingleExpC2 = {c[2]!r}f, kSingleExpC3 = {c[3]!r}f;")
-    for name, pick in [("kSingleTail0Hi", lambda r: r[0][0]), ("kSingleTail0Lo", lambda r: r[0][1]),
-                       ("kSingleTail1Hi", lambda r: r[1][0]), ("kSingleTail1Lo", lambda r: r[1][1]),
-                       ("kSingleSlope0Hi", lambda r: r[2][0]), ("kSingleSlope0Lo", lambda r: r[2][1]),
-                       ("kSingleSlope1Hi", lambda r: r[3][0]), ("kSingleSlope1Lo", lambda r: r[3][1])]:
-        table(name, [pick(r) for r in rows])
-    for k in range(2, degree + 1):
-        table(f"kSingleTail{k}", [r[4][k - 2] for r in rows])
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     float64_exp_table(args.check)
     float64_tail_table(args.check)
-    float32_single_tables(args.check)
     for name, (what, f, (a, b), degree, fixed) in tables().items():
         coeffs = fit(f, a, b, degree, fixed)
         err = max_relative_error(f, coeffs, a, b)

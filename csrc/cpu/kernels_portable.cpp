@@ -15,11 +15,6 @@ struct NarrowLanes {
   using Bits = uint16_t;
   static constexpr int kWidth = 1;
 
-  // float32: the value is the result; its error is 0 or inf (single path, gelu_math.h).
-  static float load(const float* p) { return *p; }
-  static float round(const float*, float v) { return v; }
-  static void store(float* p, float v) { *p = v; }
-
   static float load(const Float16* p) { return c10::detail::fp16_ieee_to_fp32_value(p->bits); }
   static float load(const BFloat16* p) { return c10::detail::f32_from_bits(p->bits); }
   static Bits round(const Float16*, float v) { return c10::detail::fp16_ieee_from_fp32_value(v); }

@@ -58,29 +58,27 @@ struct NarrowTables {
 template <class L, Pass P, Approximate A, class T>
 struct Kernel {
   static constexpr bool kFloat64 = std::is_same<T, double>::value;
-  // float32 and float64 data of the passes with a single path, in float or double lanes, and
-  // 16-bit data of those with a narrow path, in float lanes: an error bound per result
-  // (gelu_math.h).
-  static constexpr bool kSingle = (std::is_same<T, float>::value || kFloat64) &&
-                                  math::has_single_path<P, A, kFloat64>();
+  // float64 data of the passes with a single path, in double lanes, and 16-bit data of those
+  // with a narrow path, in float lanes: an error bound per result (gelu_math.h). float32 data,
+  // and the rest, take the double path (or float64's double-double path).
+  static constexpr bool kSingle = kFloat64 && math::has_single_path<P, A, kFloat64>();
   static constexpr bool kNarrow = kSingle || ((std::is_same<T, Float16>::value ||
                                                std::is_same<T, BFloat16>::value) &&
                                               math::has_narrow_path<P>());
   using M = math::PassMath<P, A, kFloat64>;
-  using NM = typename std::conditional<kSingle, math::SinglePassMath<P, A, kFloat64>,
+  using NM = typename std::conditional<kSingle, math::SinglePassMath<P, A>,
                                        math::NarrowPassMath<P, A>>::type;
   // The lanes of those paths: float lanes (L::Narrow), or for float64's single path the double
   // lanes themselves, which also provide round and unsure.
   using N = typename std::conditional<kFloat64, L, typename L::Narrow>::type;
   static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
-  // Elements per step: float lanes for the narrow and single paths of float32 and 16-bit data,
-  // double lanes otherwise.
+  // Elements per step: float lanes for the narrow path of 16-bit data, double lanes otherwise.
   static constexpr int kWidth = kNarrow ? N::kWidth : L::kWidth;
 
   // Elements whose narrow result failed its rounding test (or that lie outside the single
-  // path's domain), redone by the double path in groups of L::kWidth once that many are
-  // pending, so that a rare failure costs one element's worth of double arithmetic rather than
-  // a whole vector's.
+  // path's domain), redone by the double (or double-double) path in groups of L::kWidth once
+  // that many are pending, so that a rare failure costs one element's worth of that arithmetic
+  // rather than a whole vector's.
   struct Redo {
     int64_t index[L::kWidth];
     int count = 0;
@@ -140,8 +138,8 @@ struct Kernel {
   }
 
   // The double path's results for the elements i + e of one double vector with bit e set in
-  // `lanes`; the others keep their narrow or single results, which in float32 may differ from the
-  // double path's in the last bit, so that no result depends on its neighbours.
+  // `lanes`; the others keep their narrow or single results (the latter may differ from the
+  // double-double path's in the last bit), so that no result depends on its neighbours.
   static void redo_lanes(char* const* p, int64_t i, uint32_t lanes) {
     T buffer[kOut][L::kWidth];
     char* b[kOperands];

@@ -90,13 +90,9 @@ GELU_SIMD TableRow table_row(Vec row) { return TableRow{_mm256_cvttpd_epi32(row.
 GELU_SIMD Vec table_entry(const double (&column)[16], TableRow row) {
   return Vec(_mm256_i32gather_pd(column, row.v, 8));
 }
-// low[0..1] in the lower half, high[0..1] in the upper half (doubles), or low[0..3] and high[0..3]
-// (floats).
+// low[0..1] in the lower half, high[0..1] in the upper half.
 GELU_SIMD __m256d halves(const double* low, const double* high) {
   return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(low)), _mm_loadu_pd(high), 1);
-}
-GELU_SIMD __m256 halves(const float* low, const float* high) {
-  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(low)), _mm_loadu_ps(high), 1);
 }
 // Each lane's row, as the table_row_entries and table_pair_entries below index their tables.
 GELU_SIMD void lane_rows(TableRow row, int32_t (&index)[4]) {
@@ -149,10 +145,6 @@ GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm256_mul_ps(a.v, b.v));
 GELU_SIMD VecF operator/(VecF a, VecF b) { return VecF(_mm256_div_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a) { return VecF(_mm256_xor_ps(a.v, _mm256_set1_ps(-0.0f))); }
 GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm256_fmadd_ps(a.v, b.v, c.v)); }
-GELU_SIMD VecF fms(VecF a, VecF b, VecF c) { return VecF(_mm256_fmsub_ps(a.v, b.v, c.v)); }
-// b where a is NaN, like the scalar functions.
-GELU_SIMD VecF fmin(VecF a, VecF b) { return VecF(_mm256_min_ps(a.v, b.v)); }
-GELU_SIMD VecF fmax(VecF a, VecF b) { return VecF(_mm256_max_ps(a.v, b.v)); }
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)); }
 GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }
@@ -174,75 +166,11 @@ GELU_SIMD VecF approximate_reciprocal(VecF d) {
   return VecF(_mm256_fmadd_ps(y, _mm256_fnmadd_ps(d.v, y, _mm256_set1_ps(1.0f)), y));
 }
 
-// gelu_math.h's table_entry32: table[k mod 32], k in the low bits of shifted. Not a gather (slow
-// on some CPUs, see table_row_entries): one permute of each 8-entry quarter (it reads the index's
-// low 3 bits), then the index's bits 3 and 4 pick among them.
-GELU_SIMD VecF table_entry32(const float (&table)[32], VecF shifted) {
-  const __m256i index = _mm256_castps_si256(shifted.v);
-  const __m256 bit3 = _mm256_castsi256_ps(_mm256_slli_epi32(index, 28));
-  const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(index, 27));
-  __m256 quarter[4];
-  for (int q = 0; q < 4; ++q)
-    quarter[q] = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8 * q), index);
-  const __m256 low = _mm256_blendv_ps(quarter[0], quarter[1], bit3);
-  const __m256 high = _mm256_blendv_ps(quarter[2], quarter[3], bit3);
-  return VecF(_mm256_blendv_ps(low, high, bit4));
-}
-
-// Four consecutive floats of each of 8 rows (lane j: rows[j][0..3]) as four vectors, one per
-// column: the rows in pairs of halves, then a 4 x 4 transpose within each half.
-GELU_SIMD void transpose_rows4(const float* const (&rows)[8], int offset,
-                               __m256 (&columns)[4]) {
-  __m256 r[4];
-  for (int j = 0; j < 4; ++j) r[j] = halves(rows[j] + offset, rows[j + 4] + offset);
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  columns[0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-  columns[1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  columns[2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-  columns[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-}
-
-// gelu_math.h's single_coefficients: the nine numbers of each lane's row of `rows` (its
-// SingleRow[32]), read by rows: nine column lookups of 32 entries cost 63 permutes and blends;
-// this, 24 loads of 4 floats (12 of them inserted into upper halves) and 19 shuffles.
-GELU_SIMD void single_coefficients(const float (*rows)[12], VecF shifted, const float (&)[32],
-                                   const float (&)[32], const float (&)[32], const float (&)[32],
-                                   VecF (&c)[9]) {
-  alignas(32) int32_t index[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(index),
-                     _mm256_and_si256(_mm256_castps_si256(shifted.v), _mm256_set1_epi32(31)));
-  const float* lane_rows[8];
-  for (int j = 0; j < 8; ++j) lane_rows[j] = rows[index[j]];
-  __m256 columns[4];
-  transpose_rows4(lane_rows, 0, columns);
-  for (int j = 0; j < 4; ++j) c[j] = VecF(columns[j]);
-  transpose_rows4(lane_rows, 4, columns);
-  for (int j = 0; j < 4; ++j) c[4 + j] = VecF(columns[j]);
-  transpose_rows4(lane_rows, 8, columns);
-  c[8] = VecF(columns[0]);
-}
-
-// value * 2^floor(k / 32) for integer-valued k, exact for normal results.
-GELU_SIMD VecF times_pow2_floor32(VecF value, VecF k) {
-  const __m256i m = _mm256_srai_epi32(_mm256_cvtps_epi32(k.v), 5);
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(m, _mm256_set1_epi32(127)), 23);
-  return VecF(_mm256_mul_ps(value.v, _mm256_castsi256_ps(bits)));
-}
-
-// 8 lanes of the narrow path (float16, bfloat16) and of the single path (float32).
+// 8 lanes of the narrow path (float16, bfloat16).
 struct NarrowLanes {
   using F = VecF;
   using Bits = __m128i;  // 8 x 16-bit
   static constexpr int kWidth = 8;
-
-  // float32: the value is the result; its error is 0 or inf (single path, gelu_math.h).
-  GELU_SIMD static VecF load(const float* p) { return VecF(_mm256_loadu_ps(p)); }
-  GELU_SIMD static __m256 round(const float*, VecF v) { return v.v; }
-  GELU_SIMD static uint32_t unsure(const float*, VecF lo, VecF hi) {
-    return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(lo.v, hi.v, _CMP_NEQ_UQ)));
-  }
-  GELU_SIMD static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 
   GELU_SIMD static VecF load(const Float16* p) {
     return VecF(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

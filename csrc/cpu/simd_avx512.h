@@ -85,7 +85,7 @@ GELU_SIMD Vec table_entry(const double (&column)[16], TableRow row) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 16 floats, for the narrow path of float16 and bfloat16 data and the single path of float32.
+// 16 floats, for the narrow path of float16 and bfloat16 data.
 
 struct MaskF {
   __mmask16 m;
@@ -104,10 +104,6 @@ GELU_SIMD VecF operator*(VecF a, VecF b) { return VecF(_mm512_mul_ps(a.v, b.v));
 GELU_SIMD VecF operator/(VecF a, VecF b) { return VecF(_mm512_div_ps(a.v, b.v)); }
 GELU_SIMD VecF operator-(VecF a) { return VecF(_mm512_xor_ps(a.v, _mm512_set1_ps(-0.0f))); }
 GELU_SIMD VecF fma(VecF a, VecF b, VecF c) { return VecF(_mm512_fmadd_ps(a.v, b.v, c.v)); }
-GELU_SIMD VecF fms(VecF a, VecF b, VecF c) { return VecF(_mm512_fmsub_ps(a.v, b.v, c.v)); }
-// b where a is NaN, like the scalar functions.
-GELU_SIMD VecF fmin(VecF a, VecF b) { return VecF(_mm512_min_ps(a.v, b.v)); }
-GELU_SIMD VecF fmax(VecF a, VecF b) { return VecF(_mm512_max_ps(a.v, b.v)); }
 GELU_SIMD VecF fabs(VecF a) { return VecF(_mm512_abs_ps(a.v)); }
 GELU_SIMD MaskF operator<(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ)}; }
@@ -129,31 +125,11 @@ GELU_SIMD VecF approximate_reciprocal(VecF d) {
   return VecF(_mm512_fmadd_ps(y, _mm512_fnmadd_ps(d.v, y, _mm512_set1_ps(1.0f)), y));
 }
 
-// gelu_math.h's table_entry32: table[k mod 32], k in the low bits of shifted, in one permute
-// across two registers.
-GELU_SIMD VecF table_entry32(const float (&table)[32], VecF shifted) {
-  return VecF(_mm512_permutex2var_ps(_mm512_loadu_ps(table), _mm512_castps_si512(shifted.v),
-                                     _mm512_loadu_ps(table + 16)));
-}
-
-// value * 2^floor(k / 32) for integer-valued k, exact for normal results.
-GELU_SIMD VecF times_pow2_floor32(VecF value, VecF k) {
-  return VecF(_mm512_scalef_ps(value.v, _mm512_mul_ps(k.v, _mm512_set1_ps(1.0f / 32))));
-}
-
-// 16 lanes of the narrow path (float16, bfloat16) and of the single path (float32).
+// 16 lanes of the narrow path (float16, bfloat16).
 struct NarrowLanes {
   using F = VecF;
   using Bits = __m256i;  // 16 x 16-bit
   static constexpr int kWidth = 16;
-
-  // float32: the value is the result; its error is 0 or inf (single path, gelu_math.h).
-  GELU_SIMD static VecF load(const float* p) { return VecF(_mm512_loadu_ps(p)); }
-  GELU_SIMD static __m512 round(const float*, VecF v) { return v.v; }
-  GELU_SIMD static uint32_t unsure(const float*, VecF lo, VecF hi) {
-    return _mm512_cmp_ps_mask(lo.v, hi.v, _CMP_NEQ_UQ);
-  }
-  GELU_SIMD static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 
   GELU_SIMD static VecF load(const Float16* p) {
     return VecF(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
