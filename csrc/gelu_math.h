@@ -14,17 +14,17 @@
 //   sigmoid(s) and sigmoid(-s) both come from exp(-|s|), which never overflows.
 //
 // Precision. Inputs of float32, float16 and bfloat16 are exact in double; their results are
-// computed in double to a relative error below 2^-32 (the polynomials below, fitted by
-// tools/fit_polynomials.py, are accurate to 2^-33) and rounded once to the output type (the
-// "double path"). float64 inputs go through the *_f64 functions. Faster paths with an error
-// bound come last: "narrow" (float arithmetic) for 16-bit outputs, "single" (float pairs) for
-// float32 outputs, of every variant, and (double pairs) for float64 outputs of the gated forms;
-// what they cannot bound, the double path redoes.
+// computed in double to a relative error below 2^-32 (the polynomials and the rational below,
+// fitted by tools/fit_polynomials.py, are accurate to 2^-33) and rounded once to the output type
+// (the "double path", which float32 takes on the CPU and the GPU). float64 inputs go through the
+// *_f64 functions. Faster paths with an error bound come last: "narrow" (float arithmetic) for
+// 16-bit outputs, and "single" (double pairs) for float64 outputs of the gated forms; what they
+// cannot bound, the double (or double-double) path redoes.
 //
 // Non-finite inputs: f(+inf) = +inf, f(-inf) = -0, NaN -> NaN; f'(+inf) = 1, f'(-inf) = -0,
 // f''(+-inf) = -0 (the limits are approached from below). Beyond |x| = kSaturation every result
-// is its limit to within far less than the smallest subnormal float, so it is set to the limit
-// and no intermediate ever overflows.
+// is its limit to within far less than the smallest subnormal float: the double path clamps its
+// argument there and lets the result round to the limit; no intermediate ever overflows.
 #pragma once
 
 #include <math.h>
