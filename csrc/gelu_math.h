@@ -98,6 +98,9 @@ GELU_HD double select(bool c, double a, double b) { return c ? a : b; }
 // |v| with the sign of x.
 GELU_HD double with_sign_of(double v, double x) { return copysign(v, x); }
 
+constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds
+constexpr double kLog2e = 1.4426950408889634074;
+
 // value * 2^k, where shifted = k + 1.5 * 2^52 holds the integer k in [-1022, 0] in the low bits
 // of its significand (see exp_nonpositive).
 GELU_HD double times_pow2(double value, double shifted) {
@@ -194,10 +197,8 @@ GELU_HD V exp_nonpositive(V a, V shifted);
 
 template <class V>
 GELU_HD V exp_nonpositive(V a) {
-  constexpr double kLog2e = 1.4426950408889634074;
-  constexpr double kRound = 6755399441055744.0;    // 1.5 * 2^52: adding it rounds to integer
   a = at_least(a, -700.0);
-  return exp_nonpositive(a, fma(a, V(kLog2e), V(kRound)));
+  return exp_nonpositive(a, fma(a, V(kLog2e), V(kRoundToInteger)));
 }
 
 // |x| beyond which the exact form's f, f', f'' of float, float16 and bfloat16 inputs are their
@@ -208,17 +209,14 @@ constexpr double kSaturationExact = 37.0;
 // exponent computed from t^2 directly (the same bits, one multiplication earlier).
 template <class V>
 GELU_HD V gaussian(V t) {
-  constexpr double kLog2e = 1.4426950408889634074;
-  constexpr double kRound = 6755399441055744.0;
   const V square = t * t;
-  return exp_nonpositive(V(-0.5) * square, fma(square, V(-0.5 * kLog2e), V(kRound)));
+  return exp_nonpositive(V(-0.5) * square, fma(square, V(-0.5 * kLog2e), V(kRoundToInteger)));
 }
 
 template <class V>
 GELU_HD V exp_nonpositive(V a, V shifted) {
   constexpr double kLn2 = 0.69314718055994528623;  // rounded to double
-  constexpr double kRound = 6755399441055744.0;    // 1.5 * 2^52: adding it rounds to integer
-  const V k = shifted - V(kRound);
+  const V k = shifted - V(kRoundToInteger);
   const V r = fma(k, V(-kLn2), a);
   const V r2 = r * r;
   const V p = horner(r, GELU_TABLE(kExpPoly));
@@ -428,7 +426,6 @@ GELU_HD DD<V> select(M c, DD<V> a, DD<V> b) {
   return DD<V>{select(c, a.hi, b.hi), select(c, a.lo, b.lo)};
 }
 
-constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds
 
 // y 2^k for integers k (as doubles) in [-1600, 0], y in [2^-4, 4]: rounded once, also into the
 // subnormals (in two steps below 2^-1000, the first exact).
