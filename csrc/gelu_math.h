@@ -90,9 +90,10 @@ GELU_HD float round_to_odd_float(double d) {
 // Float, float16 and bfloat16 inputs: double arithmetic, written once for every lane type V.
 //
 // V is double here and on the GPU; the CPU kernels also instantiate it with SIMD vectors of
-// doubles (cpu/simd_*.h), which provide the same operations: + - *, fma, fabs, comparisons,
-// select(mask, a, b), times_pow2(value, shifted) and float_reciprocal. Every operation is
-// IEEE-rounded, so all lane types give bit-identical results.
+// doubles (cpu/simd_*.h), which provide the same operations: + - * /, fma, fabs, comparisons,
+// select(mask, a, b) and times_pow2(value, shifted), and may override at_least, at_most and
+// times_pow2_normal (below). Every operation is IEEE-rounded, so all lane types give
+// bit-identical results.
 
 GELU_HD double select(bool c, double a, double b) { return c ? a : b; }
 // |v| with the sign of x.
@@ -106,23 +107,6 @@ constexpr double kLog2e = 1.4426950408889634074;
 GELU_HD double times_pow2(double value, double shifted) {
   constexpr int64_t kShiftedBits = 0x4338000000000000;  // bits of 1.5 * 2^52
   return value * bit_cast<double>((bit_cast<int64_t>(shifted) - kShiftedBits + 1023) << 52);
-}
-
-// A float reciprocal, correctly rounded: IEEE division on the CPU, __frcp_rn on the GPU.
-GELU_HD double float_reciprocal(double d) {
-#if defined(__CUDA_ARCH__)
-  return __frcp_rn(__double2float_rn(d));
-#else
-  return 1.0f / static_cast<float>(d);
-#endif
-}
-
-// 1/d for d in [1, 100], to a relative error below 2^-47: the float reciprocal refined by one
-// Newton step. Much cheaper than a double division, and as exactly defined.
-template <class V>
-GELU_HD V reciprocal(V d) {
-  const V y = float_reciprocal(d);
-  return fma(y, fma(-d, y, V(1.0)), y);
 }
 
 // Polynomial coefficient tables, from tools/fit_polynomials.py. On the GPU they live in constant

@@ -74,24 +74,15 @@ def fit_rational(f, a, b, m, n, p0, iterations=80):
     return [float(v) for v in num], [float(v) for v in den]
 
 
-def max_relative_error_rational(f, num, den, a, b, n=3000):
+def max_relative_error(f, coeffs, a, b, n=3000, den=(1.0,)):
+    """log2 of max |P(x)/Q(x) / f(x) - 1| on n equispaced points of [a, b]: P's coefficients
+    `coeffs`, Q's `den` (1 for a polynomial)."""
     worst = mp.mpf(0)
     for k in range(n):
         x = mp.mpf(a) + (mp.mpf(b) - mp.mpf(a)) * k / (n - 1)
-        p = mp.polyval([mp.mpf(c) for c in reversed(num)], x)
+        p = mp.polyval([mp.mpf(c) for c in reversed(coeffs)], x)
         q = mp.polyval([mp.mpf(c) for c in reversed(den)], x)
         worst = max(worst, abs(p / q / f(x) - 1))
-    return float(mp.log(worst, 2))
-
-
-def max_relative_error(f, coeffs, a, b, n=3000):
-    worst = mp.mpf(0)
-    for k in range(n):
-        x = mp.mpf(a) + (mp.mpf(b) - mp.mpf(a)) * k / (n - 1)
-        p = mp.mpf(0)
-        for c in reversed(coeffs):
-            p = p * x + mp.mpf(c)
-        worst = max(worst, abs(p / f(x) - 1))
     return float(mp.log(worst, 2))
 
 
@@ -203,7 +194,7 @@ def main():
         print(f"GELU_COEFFICIENTS({name}, " + ", ".join(repr(cv) for cv in stored) + ")")
     for name, (what, f, (a, b), m, n, p0) in rational_tables().items():
         num, den = fit_rational(f, a, b, m, n, p0)
-        err = max_relative_error_rational(f, num, den, a, b)
+        err = max_relative_error(f, num, a, b, den=den)
         print(f"// {what}: max relative error 2^{err:.1f}")
         if args.check:
             continue

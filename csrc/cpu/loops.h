@@ -61,7 +61,7 @@ struct Kernel {
   // float64 data of the passes with a single path, in double lanes, and 16-bit data of those
   // with a narrow path, in float lanes: an error bound per result (gelu_math.h). float32 data,
   // and the rest, take the double path (or float64's double-double path).
-  static constexpr bool kSingle = kFloat64 && math::has_single_path<P, A, kFloat64>();
+  static constexpr bool kSingle = math::has_single_path<P, A, kFloat64>();
   static constexpr bool kNarrow = kSingle || ((std::is_same<T, Float16>::value ||
                                                std::is_same<T, BFloat16>::value) &&
                                               math::has_narrow_path<P>());

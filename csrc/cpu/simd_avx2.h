@@ -52,11 +52,6 @@ GELU_SIMD Vec at_most(Vec x, double ceiling) {
   return Vec(_mm256_min_pd(_mm256_set1_pd(ceiling), x.v));
 }
 
-// gelu_math.h's float_reciprocal: the float nearest to 1/d, for every lane.
-GELU_SIMD Vec float_reciprocal(Vec d) {
-  return Vec(_mm256_cvtps_pd(_mm_div_ps(_mm_set1_ps(1.0f), _mm256_cvtpd_ps(d.v))));
-}
-
 // value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see gelu_math.h).
 GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   const __m256i k = _mm256_sub_epi64(_mm256_castpd_si256(shifted.v),
