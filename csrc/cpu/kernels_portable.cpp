@@ -14,6 +14,10 @@ struct NarrowLanes {
   using F = float;
   using Bits = uint16_t;
   static constexpr int kWidth = 1;
+  static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {  // loops.h's redo queue
+    *out = first;
+    return static_cast<int>(mask & 1);
+  }
 
   static float load(const Float16* p) { return c10::detail::fp16_ieee_to_fp32_value(p->bits); }
   static float load(const BFloat16* p) { return c10::detail::f32_from_bits(p->bits); }
@@ -50,6 +54,10 @@ struct Lanes {
   using V = double;
   using Narrow = NarrowLanes;
   static constexpr int kWidth = 1;
+  static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {  // loops.h's redo queue
+    *out = first;
+    return static_cast<int>(mask & 1);
+  }
 
   // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.
   using F = double;

@@ -76,29 +76,34 @@ struct Kernel {
   static constexpr int kWidth = kNarrow ? N::kWidth : L::kWidth;
 
   // Elements whose narrow result failed its rounding test (or that lie outside the single
-  // path's domain), redone by the double (or double-double) path in groups of L::kWidth once
-  // that many are pending, so that a rare failure costs one element's worth of that arithmetic
-  // rather than a whole vector's.
+  // path's domain), queued and redone by the double (or double-double) path L::kWidth at a time
+  // once the queue fills. Queueing is branch-free (the lanes write the indices of a vector's
+  // failed lanes with one permute or compress): a branch on each vector's rare, random failures
+  // would be mispredicted often, and each misprediction throws away the work in flight.
   struct Redo {
-    int64_t index[L::kWidth];
+    static constexpr int kCapacity = 256;
+    // append_lanes may write past the count it adds: up to 16 entries (the widest lanes).
+    int32_t index[kCapacity + 16];
     int count = 0;
 
-    void add(char* const* p, int64_t i) {
-      index[count++] = i;
-      if (count == L::kWidth) flush(p);
+    __attribute__((always_inline)) void add(char* const* p, int64_t i, uint32_t lanes) {
+      count += N::append_lanes(index + count, static_cast<int32_t>(i), lanes);
+      if (__builtin_expect(count > kCapacity, 0)) flush(p);
     }
     void flush(char* const* p) {
-      if (count == 0) return;
-      T buffer[kOperands][L::kWidth] = {};
-      char* b[kOperands];
-      for (int k = 0; k < kOperands; ++k) b[k] = reinterpret_cast<char*>(buffer[k]);
-      for (int k = kOut; k < kOperands; ++k)
-        for (int e = 0; e < count; ++e)
-          std::memcpy(&buffer[k][e], p[k] + index[e] * sizeof(T), sizeof(T));
-      vector(b, 0);
-      for (int k = 0; k < kOut; ++k)
-        for (int e = 0; e < count; ++e)
-          std::memcpy(p[k] + index[e] * sizeof(T), &buffer[k][e], sizeof(T));
+      for (int first = 0; first < count; first += L::kWidth) {
+        const int group = count - first < L::kWidth ? count - first : L::kWidth;
+        T buffer[kOperands][L::kWidth] = {};
+        char* b[kOperands];
+        for (int k = 0; k < kOperands; ++k) b[k] = reinterpret_cast<char*>(buffer[k]);
+        for (int k = kOut; k < kOperands; ++k)
+          for (int e = 0; e < group; ++e)
+            std::memcpy(&buffer[k][e], p[k] + index[first + e] * int64_t(sizeof(T)), sizeof(T));
+        vector(b, 0);
+        for (int k = 0; k < kOut; ++k)
+          for (int e = 0; e < group; ++e)
+            std::memcpy(p[k] + index[first + e] * int64_t(sizeof(T)), &buffer[k][e], sizeof(T));
+      }
       count = 0;
     }
   };
@@ -124,33 +129,7 @@ struct Kernel {
       if constexpr (kSingle) failed |= N::unsure(tag, out[k].error, typename N::F(0.0f));
       else failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
     }
-    if (failed == 0) return;
-    // Where many lanes of a double vector failed (inputs outside the core domain, mostly), the
-    // double path redoes that vector at once; a few are queued.
-    for (int j = 0; j < N::kWidth; j += L::kWidth) {
-      uint32_t lanes = (failed >> j) & ((1u << L::kWidth) - 1);
-      if (__builtin_popcount(lanes) > L::kWidth / 4) {
-        redo_lanes(p, i + j, lanes);
-        continue;
-      }
-      for (; lanes != 0; lanes &= lanes - 1) redo.add(p, i + j + __builtin_ctz(lanes));
-    }
-  }
-
-  // The double path's results for the elements i + e of one double vector with bit e set in
-  // `lanes`; the others keep their narrow or single results (the latter may differ from the
-  // double-double path's in the last bit), so that no result depends on its neighbours.
-  static void redo_lanes(char* const* p, int64_t i, uint32_t lanes) {
-    T buffer[kOut][L::kWidth];
-    char* b[kOperands];
-    for (int k = 0; k < kOperands; ++k)
-      b[k] = k < kOut ? reinterpret_cast<char*>(buffer[k]) : p[k] + i * sizeof(T);
-    vector(b, 0);
-    for (; lanes != 0; lanes &= lanes - 1) {
-      const int e = __builtin_ctz(lanes);
-      for (int k = 0; k < kOut; ++k)
-        std::memcpy(p[k] + (i + e) * sizeof(T), &buffer[k][e], sizeof(T));
-    }
+    redo.add(p, i, failed);
   }
 
   // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
@@ -258,7 +237,13 @@ struct Kernel {
     for (int64_t j = 0; j < size1; ++j) {
       for (int k = 0; k < kOperands; ++k) p[k] = data[k] + j * strides[kOperands + k];
       if (contiguous_rows) {
-        contiguous(p, size0);
+        // In runs short enough for the redo queue's 32-bit indices.
+        constexpr int64_t kMaxRun = int64_t(1) << 30;
+        for (int64_t start = 0; start < size0; start += kMaxRun) {
+          char* run[kOperands];
+          for (int k = 0; k < kOperands; ++k) run[k] = p[k] + start * int64_t(sizeof(T));
+          contiguous(run, size0 - start < kMaxRun ? size0 - start : kMaxRun);
+        }
         continue;
       }
       T buffer[kOperands][kChunk];

@@ -161,11 +161,36 @@ GELU_SIMD VecF approximate_reciprocal(VecF d) {
   return VecF(_mm256_fmadd_ps(y, _mm256_fnmadd_ps(d.v, y, _mm256_set1_ps(1.0f)), y));
 }
 
+// append_lanes (loops.h's redo queue): first + j for each lane j set in mask, written to
+// out[0, popcount) with one permute of 8 int32s by the mask's row of set lanes (out has room for
+// 8); returns their count.
+struct SetLanes {
+  int32_t lane[256][8];
+};
+constexpr SetLanes set_lanes() {
+  SetLanes table{};
+  for (int mask = 0; mask < 256; ++mask) {
+    int count = 0;
+    for (int j = 0; j < 8; ++j)
+      if (mask >> j & 1) table.lane[mask][count++] = j;
+  }
+  return table;
+}
+inline constexpr SetLanes kSetLanes = set_lanes();
+GELU_SIMD int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
+  const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kSetLanes.lane[mask]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi32(lanes, _mm256_set1_epi32(first)));
+  return __builtin_popcount(mask);
+}
+
 // 8 lanes of the narrow path (float16, bfloat16).
 struct NarrowLanes {
   using F = VecF;
   using Bits = __m128i;  // 8 x 16-bit
   static constexpr int kWidth = 8;
+  GELU_SIMD static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
+    return avx2::append_lanes(out, first, mask);
+  }
 
   GELU_SIMD static VecF load(const Float16* p) {
     return VecF(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
@@ -249,6 +274,9 @@ struct Lanes {
   using V = Vec;
   using Narrow = NarrowLanes;
   static constexpr int kWidth = 4;
+  GELU_SIMD static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
+    return avx2::append_lanes(out, first, mask);
+  }
 
   // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.
   using F = Vec;
