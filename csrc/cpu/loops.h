@@ -77,9 +77,9 @@ struct Kernel {
 
   // Elements whose narrow result failed its rounding test (or that lie outside the single
   // path's domain), queued and redone by the double (or double-double) path L::kWidth at a time
-  // once the queue fills. Queueing is branch-free (the lanes write the indices of a vector's
-  // failed lanes with one permute or compress): a branch on each vector's rare, random failures
-  // would be mispredicted often, and each misprediction throws away the work in flight.
+  // once the queue fills. The narrow path queues without a branch (the lanes write the indices
+  // of a vector's failed lanes with one permute or compress): a branch on its rare but random
+  // failures would be mispredicted often, and each misprediction throws away the work in flight.
   struct Redo {
     static constexpr int kCapacity = 256;
     // append_lanes may write past the count it adds: up to 16 entries (the widest lanes).
@@ -129,6 +129,11 @@ struct Kernel {
       if constexpr (kSingle) failed |= N::unsure(tag, out[k].error, typename N::F(0.0f));
       else failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
     }
+    // The single path fails only outside its core domain: rarely, and in runs, which a branch
+    // predicts well (and spares the queue its work on every vector). The narrow path's rounding
+    // test fails at random.
+    if constexpr (kSingle)
+      if (failed == 0) return;
     redo.add(p, i, failed);
   }
 
