@@ -79,6 +79,25 @@ def test_bias_gelu_backward_values(device, approximate, dtype, columns):
     assert_sums_rows(grad_bias, grad_input)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_bias_gelu_16_bit_with_many_fallbacks(device, approximate, dtype):
+    # Long rows where most sums leave the narrow path's core domain or land on a 16-bit midpoint
+    # where GELU is nearly the identity: the CPU kernels queue thousands of elements in one row
+    # for the double path, so the queue fills and is redone mid-row, and every result must
+    # still be the correctly rounded one.
+    x = randn(8, 4096, dtype=dtype, device=device, scale=12.0)
+    x[::2, ::2] = randn(4, 2048, dtype=dtype, device=device, seed=3, scale=2.0).abs() + 3
+    b = randn(4096, dtype=dtype, device=device, seed=1, scale=2.0)
+    grad = randn(8, 4096, dtype=dtype, device=device, seed=2, scale=1.0)
+    z = x.cpu().double() + b.cpu().double()
+    f, d1 = exact(z, approximate, dtype)
+    y = gelu_ext.bias_gelu(x, b, approximate).cpu()
+    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype}", z)
+    grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, approximate)
+    assert_gradient(grad_input, grad.cpu().double(), z, d1, approximate, dtype, "bias_gelu")
+    assert_sums_rows(grad_bias, grad_input)
+
+
 def assert_sums_rows(grad_bias, grad_input):
     """grad_bias is the exact sum of grad_input's rows, rounded once, give or take the error of
     the accumulation: on the CPU a double sum (compensated for float64), within n u^2 sum|v| of
