@@ -410,7 +410,6 @@ GELU_HD DD<V> select(M c, DD<V> a, DD<V> b) {
   return DD<V>{select(c, a.hi, b.hi), select(c, a.lo, b.lo)};
 }
 
-
 // y 2^k for integers k (as doubles) in [-1600, 0], y in [2^-4, 4]: rounded once, also into the
 // subnormals (in two steps below 2^-1000, the first exact).
 template <class V>

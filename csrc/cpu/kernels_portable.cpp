@@ -10,13 +10,18 @@ namespace gelu_ext {
 namespace cpu {
 namespace portable {
 
+// loops.h's redo queue: one lane, queued (counted) where its mask bit is set.
+inline int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
+  *out = first;
+  return static_cast<int>(mask & 1);
+}
+
 struct NarrowLanes {
   using F = float;
   using Bits = uint16_t;
   static constexpr int kWidth = 1;
-  static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {  // loops.h's redo queue
-    *out = first;
-    return static_cast<int>(mask & 1);
+  static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
+    return portable::append_lanes(out, first, mask);
   }
 
   static float load(const Float16* p) { return c10::detail::fp16_ieee_to_fp32_value(p->bits); }
@@ -54,9 +59,8 @@ struct Lanes {
   using V = double;
   using Narrow = NarrowLanes;
   static constexpr int kWidth = 1;
-  static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {  // loops.h's redo queue
-    *out = first;
-    return static_cast<int>(mask & 1);
+  static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
+    return portable::append_lanes(out, first, mask);
   }
 
   // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.

@@ -179,7 +179,8 @@ constexpr SetLanes set_lanes() {
 inline constexpr SetLanes kSetLanes = set_lanes();
 GELU_SIMD int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
   const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kSetLanes.lane[mask]));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi32(lanes, _mm256_set1_epi32(first)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm256_add_epi32(lanes, _mm256_set1_epi32(first)));
   return __builtin_popcount(mask);
 }
 

@@ -128,8 +128,9 @@ struct NarrowLanes {
   // loops.h's redo queue: first + j for each lane j set in mask, to out[0, popcount). The
   // compress stays in registers (a compress to memory is microcoded on some CPUs).
   GELU_SIMD static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
-    const __m512i lanes = _mm512_add_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(first));
+    const __m512i lanes =
+        _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(first));
     _mm512_storeu_si512(out, _mm512_maskz_compress_epi32(static_cast<__mmask16>(mask), lanes));
     return __builtin_popcount(mask);
   }
@@ -220,8 +221,10 @@ struct Lanes {
   using Narrow = NarrowLanes;
   static constexpr int kWidth = 8;
   GELU_SIMD static int append_lanes(int32_t* out, int32_t first, uint32_t mask) {
-    const __m256i lanes = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(first));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_maskz_compress_epi32(static_cast<__mmask8>(mask), lanes));
+    const __m256i lanes =
+        _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(first));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                        _mm256_maskz_compress_epi32(static_cast<__mmask8>(mask), lanes));
     return __builtin_popcount(mask);
   }
 
