@@ -55,6 +55,58 @@ struct NarrowTables {
   }
 };
 
+// A cell's cubic (gelu_math.h, narrow_cubic): c0 .. c3, a row of 16 bytes.
+struct alignas(16) CubicRow {
+  float c[4];
+};
+
+// The cubics of f (kD1 false) or f' in every cell, negative cells after the positive ones:
+// built on first use from the float64 path's values at the cells' Chebyshev nodes.
+template <Approximate A, bool kD1>
+struct CubicTable {
+  static const CubicRow* get() {
+    static CubicRow rows[2 * math::kCellsPerSign];
+    static const bool built = [] {
+      for (int sign = 0; sign < 2; ++sign)
+        for (int cell = 0; cell < math::kCellsPerSign; ++cell)
+          rows[sign * math::kCellsPerSign + cell] = fit(sign, cell);
+      return true;
+    }();
+    (void)built;
+    return rows;
+  }
+
+  // Newton's divided differences at the nodes m + h u_j (m the midpoint, h the half-width, a
+  // power of 2), expanded into powers of u, then of d = h u.
+  static CubicRow fit(int sign, int cell) {
+    constexpr int kLowBits = 23 - math::kCellBits;
+    const uint32_t first = (math::kCellFirstExponent << math::kCellBits) + uint32_t(cell);
+    const uint32_t low = (first << kLowBits) | (sign ? 0x80000000u : 0u);
+    const double start = math::bit_cast<float>(low);
+    const double midpoint = math::bit_cast<float>(low | (1u << (kLowBits - 1)));
+    const double half = sign ? start - midpoint : midpoint - start;
+    const double u[4] = {-0.92387953251128674, -0.38268343236508978, 0.38268343236508978,
+                         0.92387953251128674};  // cos((2j + 1) pi / 8)
+    double c[4];
+    for (int j = 0; j < 4; ++j) {
+      const auto r = math::evaluate<A, true, kD1 ? math::kD1 : math::kF>(midpoint + half * u[j]);
+      c[j] = kD1 ? r.d1 : r.f;
+    }
+    for (int k = 1; k < 4; ++k)
+      for (int j = 3; j >= k; --j) c[j] = (c[j] - c[j - 1]) / (u[j] - u[j - k]);
+    // c0 + (u - u0) (c1 + (u - u1) (c2 + (u - u2) c3)), from the inside out.
+    double power[4] = {c[3], 0.0, 0.0, 0.0};
+    for (int k = 2; k >= 0; --k) {
+      for (int i = 3; i > 0; --i) power[i] = power[i - 1] - u[k] * power[i];
+      power[0] = c[k] - u[k] * power[0];
+    }
+    CubicRow row;
+    double scale = 1.0;
+    for (int i = 0; i < 4; ++i, scale /= half) row.c[i] = static_cast<float>(power[i] * scale);
+    return row;
+  }
+};
+
 template <class L, Pass P, Approximate A, class T>
 struct Kernel {
   static constexpr bool kFloat64 = std::is_same<T, double>::value;
@@ -137,6 +189,22 @@ struct Kernel {
     redo.add(p, i, failed);
   }
 
+  // 16-bit data of the bias passes: f or f' at x + b from the cells' cubics (CubicTable) instead
+  // of the narrow functions, with the same rounding test and redo.
+  static constexpr bool kInterpolate = kNarrow && !kSingle &&
+                                       (P == Pass::kBiasForward || P == Pass::kBiasBackward);
+
+  __attribute__((always_inline)) static void interpolate_step(char* const* p, int64_t i,
+                                                              Redo& redo, const CubicRow* rows) {
+    using F = typename N::F;
+    F in[kIn], inexact, c[4], d;
+    for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
+    const F outside = N::cell(rows, NM::bias_sum(in, inexact), c, d);
+    math::Bounded<F> out[kOut];
+    NM::from_sum(in, math::narrow_cubic(c, d), inexact + outside, out);
+    store_or_redo(p, i, out, redo);
+  }
+
   // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
   // them, which this kernel's narrow path (with its double-path redo) computes on first use; the
   // other passes whose GELU argument is an input (backward, geglu) look up f and f' there with
@@ -161,10 +229,13 @@ struct Kernel {
   }
 
   // The tables a step reads (none outside the lookups), fetched once per call.
-  using Table = typename std::conditional<P == Pass::kForward, const uint16_t*,
-                                          NarrowTables<N, A, T>>::type;
+  using Table = typename std::conditional<
+      kInterpolate, const CubicRow*,
+      typename std::conditional<P == Pass::kForward, const uint16_t*,
+                                NarrowTables<N, A, T>>::type>::type;
   static Table table() {
-    if constexpr (!kLookup) return Table{};
+    if constexpr (kInterpolate) return CubicTable<A, P == Pass::kBiasBackward>::get();
+    else if constexpr (!kLookup) return Table{};
     else if constexpr (P == Pass::kForward) return result_table();
     else return NarrowTables<N, A, T>::get();
   }
@@ -188,6 +259,7 @@ struct Kernel {
   __attribute__((always_inline)) static void step(char* const* p, int64_t i, Redo& redo,
                                                   Table table) {
     if constexpr (kLookup) lookup_step(p, i, redo, table);
+    else if constexpr (kInterpolate) interpolate_step(p, i, redo, table);
     else if constexpr (kNarrow) narrow_step(p, i, redo);
     else vector(p, i);
   }

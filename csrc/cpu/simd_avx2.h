@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "storage.h"
+#include "../gelu_math.h"
 
 #define GELU_SIMD inline __attribute__((always_inline))
 
@@ -230,6 +231,46 @@ struct NarrowLanes {
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bits);
+  }
+
+  // gelu_math.h's cells: each lane's row of `rows` (loops.h's CubicRow, 16 bytes) as c,
+  // d = x - the cell's midpoint, and 0 where x lies in a cell, inf where not (d is then 0, so
+  // that the cubic stays finite). Rows are loaded whole and transposed (gathers are slow).
+  template <class Row>
+  GELU_SIMD static VecF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
+    static_assert(sizeof(Row) == 16, "a row of 4 floats");
+    constexpr int kLowBits = 23 - math::kCellBits;
+    const __m256i bits = _mm256_castps_si256(x.v);
+    const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+    // Below the first cell, offset wraps around to a large unsigned number.
+    const __m256i offset = _mm256_sub_epi32(_mm256_srli_epi32(magnitude, kLowBits),
+                                            _mm256_set1_epi32(math::kCellFirstExponent << math::kCellBits));
+    const __m256i clamped = _mm256_min_epu32(offset, _mm256_set1_epi32(math::kCellsPerSign - 1));
+    const __m256 inside = _mm256_castsi256_ps(_mm256_cmpeq_epi32(clamped, offset));
+    const __m256i negative = _mm256_srai_epi32(bits, 31);
+    // Each lane's row as a byte offset, through memory: one store and 8 loads, where extracting
+    // them from the register took 3 instructions each.
+    alignas(32) int32_t offset_bytes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(offset_bytes),
+                       _mm256_slli_epi32(_mm256_add_epi32(clamped, _mm256_and_si256(negative, _mm256_set1_epi32(math::kCellsPerSign))), 4));
+    asm("" : "+m"(offset_bytes));
+    const __m256i midpoint = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(-(1 << kLowBits))),
+                                             _mm256_set1_epi32(1 << (kLowBits - 1)));
+    d = VecF(_mm256_and_ps(_mm256_sub_ps(x.v, _mm256_castsi256_ps(midpoint)), inside));
+    // Rows j and j + 4 side by side, then a 4 x 4 transpose in each half.
+    const char* base = reinterpret_cast<const char*>(rows);
+    __m256 r[4];
+    for (int j = 0; j < 4; ++j)
+      r[j] = _mm256_insertf128_ps(
+          _mm256_castps128_ps256(_mm_load_ps(reinterpret_cast<const float*>(base + offset_bytes[j]))),
+          _mm_load_ps(reinterpret_cast<const float*>(base + offset_bytes[j + 4])), 1);
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    c[0] = VecF(_mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)));
+    c[1] = VecF(_mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)));
+    c[2] = VecF(_mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)));
+    c[3] = VecF(_mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2)));
+    return VecF(_mm256_andnot_ps(inside, _mm256_set1_ps(__builtin_huge_valf())));
   }
 
   // The entries of a table indexed by 16-bit inputs' bits (the 16-bit table has one entry of
