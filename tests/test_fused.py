@@ -98,6 +98,56 @@ def test_bias_gelu_16_bit_with_many_fallbacks(device, approximate, dtype):
     assert_sums_rows(grad_bias, grad_input)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_bias_gelu_rounds_down_at_16_bit_midpoints(device, approximate, dtype):
+    # Each sum x + b is the midpoint above a 16-bit value v in [6, 200): x = v, b = half of v's
+    # ulp. gelu(z) < z for z > 0, and z - gelu(z) is below 1e-3 there (every form), far below
+    # half an ulp, so the correctly rounded result is v itself. (Beyond z = 8.2, or 7.1 for
+    # tanh, gelu(z) rounds to z in double: rounding z then picks the even neighbour, v or the
+    # value above it.)
+    v = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
+    v = v[(v >= 6) & (v < 200)]
+    half_ulp = ulp(v, dtype) / 2
+    x = v.to(dtype).to(device).view(1, -1)
+    b = half_ulp.to(dtype).to(device)
+    assert torch.equal(x.cpu().double().flatten() + b.cpu().double(), v + half_ulp)  # midpoints
+    y = gelu_ext.bias_gelu(x, b, approximate).cpu().double().flatten()
+    wrong = (y != v).nonzero().flatten()
+    assert wrong.numel() == 0, (
+        f"{wrong.numel()} of {v.numel()} midpoints rounded up, first z = "
+        f"{(v + half_ulp)[wrong[0]].item()!r}: {y[wrong[0]].item()!r} for {v[wrong[0]].item()!r}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_geglu_rounds_16_bit_midpoints_by_the_side_gelu_lies_on(device, approximate, dtype):
+    # gate = v, a 16-bit value in [24, 200), where gelu(v) = v - tiny and gelu'(v) = 1 + tiny
+    # (tiny below 1e-16, every form; both round to v and 1 in double), and a factor 1.5 or -1.5:
+    # where 1.5 v is a 16-bit midpoint, gelu(v) * 1.5 (geglu, and grad * gelu(gate)) is correctly
+    # rounded toward zero, and grad * up * gelu'(gate) (grad * up = 1.5 v) away from zero.
+    v = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
+    v = v[(v >= 24) & (v < 200)]
+    v = torch.cat([v, v])
+    factor = torch.cat([torch.full_like(v[:len(v) // 2], 1.5), torch.full_like(v[:len(v) // 2], -1.5)])
+    z = v * factor  # exact in double
+    step = ulp(z.abs(), dtype)
+    midpoint = (z.abs() / step) % 1 == 0.5
+    assert midpoint.sum() > 100
+    toward_zero = z.sign() * torch.floor(z.abs() / step) * step
+    away = z.sign() * torch.ceil(z.abs() / step) * step
+
+    gate, by = v.to(dtype).to(device), factor.to(dtype).to(device)
+    forward = gelu_ext.geglu(gate, by, approximate).cpu().double()
+    d_gate, d_up = ops.geglu_backward(by, gate, gate, approximate)  # grad 1.5, up v
+    d_gate_swapped = ops.geglu_backward(gate, gate, by, approximate)[0]  # grad v, up 1.5
+    for name, got, want in [("geglu", forward, toward_zero), ("grad_up", d_up, toward_zero),
+                            ("grad_gate", d_gate, away), ("grad_gate", d_gate_swapped, away)]:
+        got = got.cpu().double()
+        wrong = (midpoint & (got != want)).nonzero().flatten()
+        assert wrong.numel() == 0, (
+            f"{name}: {wrong.numel()} of {int(midpoint.sum())} midpoints rounded the wrong way, "
+            f"first z = {z[wrong[0]].item()!r}: {got[wrong[0]].item()!r}")
+
+
 def assert_sums_rows(grad_bias, grad_input):
     """grad_bias is the exact sum of grad_input's rows, rounded once, give or take the error of
     the accumulation: on the CPU a double sum (compensated for float64), within n u^2 sum|v| of

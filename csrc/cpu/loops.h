@@ -170,16 +170,26 @@ struct Kernel {
     store_or_redo(p, i, out, redo);
   }
 
+  // kLimited: each exact result also lies at most at limit[k], which caps the interval tested
+  // and the value stored.
+  template <bool kLimited = false>
   __attribute__((always_inline)) static void store_or_redo(char* const* p, int64_t i,
                                                            const math::Bounded<typename N::F>* out,
-                                                           Redo& redo) {
+                                                           Redo& redo,
+                                                           const typename N::F* limit = nullptr) {
+    using math::select;
     uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {
       const T* tag = nullptr;
-      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, out[k].value));
+      auto value = out[k].value, high = out[k].value + out[k].error;
+      if constexpr (kLimited) {
+        value = select(limit[k] < value, limit[k], value);
+        high = select(limit[k] < high, limit[k], high);
+      }
+      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, value));
       // The single path's error is 0 or not: no interval to round.
       if constexpr (kSingle) failed |= N::unsure(tag, out[k].error, typename N::F(0.0f));
-      else failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
+      else failed |= N::unsure(tag, out[k].value - out[k].error, high);
     }
     // The single path fails only outside its core domain: rarely, and in runs, which a branch
     // predicts well (and spares the queue its work on every vector). The narrow path's rounding
@@ -199,10 +209,16 @@ struct Kernel {
     using F = typename N::F;
     F in[kIn], inexact, c[4], d;
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-    const F outside = N::cell(rows, NM::bias_sum(in, inexact), c, d);
+    const F x = NM::bias_sum(in, inexact);
+    const F outside = N::cell(rows, x, c, d);
     math::Bounded<F> out[kOut];
     NM::from_sum(in, math::narrow_cubic(c, d), inexact + outside, out);
-    store_or_redo(p, i, out, redo);
+    if constexpr (P == Pass::kBiasForward) {
+      const F limit = math::narrow_upper_limit(x);
+      store_or_redo<true>(p, i, out, redo, &limit);
+    } else {
+      store_or_redo(p, i, out, redo);
+    }
   }
 
   // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
