@@ -935,8 +935,9 @@ GELU_HD Bounded<F> narrow_cubic(const F (&c)[4], F d) {
 }
 
 // An upper limit on f(x) for the rounding test of the bias forward: f(x) < x for x > 0 in every
-// variant (Phi(x), p < 1), so f lies at most at the float just below x (which x (1 - 2^-24) is,
-// for x > 2^-126). Where x + b is a 16-bit midpoint and f is within the bound of x (2% of
+// variant (Phi(x), p < 1), and no 16-bit rounding boundary lies strictly between x and the float
+// just below it (which x (1 - 2^-24) is, for x > 2^-126), so the test may take f to lie at most
+// there. Where x + b is a 16-bit midpoint and f is within the bound of x (2% of
 // bfloat16 sums, at large x + b), this tells on which side of the midpoint f lies, which the
 // bound alone cannot. inf where x <= 0, and for NaN.
 template <class F>
