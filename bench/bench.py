@@ -18,8 +18,15 @@ in the same run, and the speed-up of gelu_ext over each baseline.
   that drift in the machine's speed affects them alike. Inputs rotate among enough buffers to exceed --rotate-mb, so that
   caches do not flatter small sizes.
 
+- Memory (CPU): by default glibc returns large freed blocks to the system, so each call's
+  fresh outputs are page-faulted in as they are written, which at 32 MB takes longer than the
+  GELU itself on some machines. That is what a training step pays, and what the default run
+  measures. --steady restarts the run with glibc keeping freed memory (MALLOC_MMAP_THRESHOLD_ and
+  MALLOC_TRIM_THRESHOLD_ raised), so that outputs reuse mapped pages: the kernels' own speed.
+
     python bench/bench.py --quick                 # a short run
     python bench/bench.py --device cpu --dtypes float32 bfloat16 --sizes 22 24
+    python bench/bench.py --device cpu --steady   # without page faults of fresh outputs
 Writes bench/results/bench_<device>.{md,csv,png}.
 """
 
@@ -45,6 +52,12 @@ VARIANTS = ["none", "tanh", "sigmoid"]
 PASSES = ["forward", "backward", "forward+backward"]
 TRANSFORMER_SHAPES = [(8192, 3072)]
 FUSED_SHAPES = [(4096, 2048), (4096, 4096)]
+# glibc reads these at start-up: freed blocks up to 4 GB stay mapped in the process (--steady).
+STEADY_ENV = {"MALLOC_MMAP_THRESHOLD_": "4000000000", "MALLOC_TRIM_THRESHOLD_": "4000000000"}
+
+
+def steady_memory():
+    return all(os.environ.get(k) == v for k, v in STEADY_ENV.items())
 
 
 def gelu_eager(variant):
@@ -247,7 +260,10 @@ def write_outputs(rows, copy_bw, args):
              f"- machine: {describe_machine(args.device)}",
              f"- torch {torch.__version__}, gelu_ext {gelu_ext.__version__}",
              f"- command: `python bench/bench.py {' '.join(sys.argv[1:])}`",
-             f"- copy bandwidth (read + write): {copy_bw / 1e9:.1f} GB/s", "",
+             f"- copy bandwidth (read + write): {copy_bw / 1e9:.1f} GB/s",
+             "- memory: " + ("freed memory kept (--steady): outputs are not page-faulted in"
+                             if steady_memory() else "glibc defaults: large fresh outputs are "
+                             "page-faulted in as they are written"), "",
              "Times are medians in ms; speed-up = baseline time / gelu_ext time; bandwidth counts "
              "the fewest bytes each pass must move.", "",
              "| op | pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | "
@@ -317,8 +333,15 @@ def main():
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds of repetitions per implementation and case, at least 7 runs "
                              "(default 0.6)")
+    parser.add_argument("--steady", action="store_true",
+                        help="CPU: rerun with glibc keeping freed memory, so that fresh outputs "
+                             "are not page-faulted in (see Memory above)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
+    if args.steady and not steady_memory():
+        # The settings take effect only at start-up: run this script again with them.
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
+                  {**os.environ, **STEADY_ENV})
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.sizes is None:
@@ -329,7 +352,8 @@ def main():
         args.budget = 0.1 if args.quick else 0.6
     if args.rotate_mb is None:
         args.rotate_mb = 1024 if args.device == "cuda" else 256
-    print(f"# {describe_machine(args.device)}; torch {torch.__version__}", file=sys.stderr)
+    print(f"# {describe_machine(args.device)}; torch {torch.__version__}"
+          + ("; freed memory kept (--steady)" if steady_memory() else ""), file=sys.stderr)
     rows, copy_bw = run(args)
     write_outputs(rows, copy_bw, args)
 
