@@ -919,18 +919,30 @@ GELU_HD void narrow_value_and_derivative(F x, Bounded<F>& f, Bounded<F>& d1) {
 constexpr int kCellBits = 9;
 constexpr uint32_t kCellFirstExponent = 127 - 32, kCellLastExponent = 129;  // exponent fields
 constexpr int kCellsPerSign = int(kCellLastExponent - kCellFirstExponent + 1) << kCellBits;
+constexpr int kCellLowBits = 23 - kCellBits;  // the significand bits below a cell's own
+
+// The bits of the midpoint of the cell holding the float with these bits.
+GELU_HD uint32_t cell_midpoint_bits(uint32_t bits) {
+  return (bits & ~((1u << kCellLowBits) - 1)) | (1u << (kCellLowBits - 1));
+}
 
 // x's cell as its row (negative cells after the positive ones) and x minus the cell's midpoint;
 // false where x lies in no cell. One float; the SIMD lanes (cpu/simd_*.h) do the same per lane.
 GELU_HD bool cell_of(float x, uint32_t& row, float& d) {
-  constexpr int kLowBits = 23 - kCellBits;
   const uint32_t bits = bit_cast<uint32_t>(x);
   // Below the first cell, offset wraps around to a large unsigned number.
-  const uint32_t offset = ((bits & 0x7FFFFFFFu) >> kLowBits) - (kCellFirstExponent << kCellBits);
-  const uint32_t midpoint = (bits & ~((1u << kLowBits) - 1)) | (1u << (kLowBits - 1));
+  const uint32_t offset =
+      ((bits & 0x7FFFFFFFu) >> kCellLowBits) - (kCellFirstExponent << kCellBits);
   row = offset + (bits >> 31) * uint32_t(kCellsPerSign);
-  d = x - bit_cast<float>(midpoint);
+  d = x - bit_cast<float>(cell_midpoint_bits(bits));
   return offset < uint32_t(kCellsPerSign);
+}
+
+// The bits of the first float (the smallest in magnitude) of a row's cell: cell_of's inverse.
+GELU_HD uint32_t cell_first_bits(uint32_t row) {
+  const uint32_t negative = row >= uint32_t(kCellsPerSign);
+  const uint32_t offset = row - negative * uint32_t(kCellsPerSign);
+  return (((kCellFirstExponent << kCellBits) + offset) << kCellLowBits) | (negative << 31);
 }
 
 template <class F>

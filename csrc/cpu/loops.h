@@ -67,9 +67,7 @@ struct CubicTable {
   static const CubicRow* get() {
     static CubicRow rows[2 * math::kCellsPerSign];
     static const bool built = [] {
-      for (int sign = 0; sign < 2; ++sign)
-        for (int cell = 0; cell < math::kCellsPerSign; ++cell)
-          rows[sign * math::kCellsPerSign + cell] = fit(sign, cell);
+      for (uint32_t row = 0; row < 2 * uint32_t(math::kCellsPerSign); ++row) rows[row] = fit(row);
       return true;
     }();
     (void)built;
@@ -78,13 +76,11 @@ struct CubicTable {
 
   // Newton's divided differences at the nodes m + h u_j (m the midpoint, h the half-width, a
   // power of 2), expanded into powers of u, then of d = h u.
-  static CubicRow fit(int sign, int cell) {
-    constexpr int kLowBits = 23 - math::kCellBits;
-    const uint32_t first = (math::kCellFirstExponent << math::kCellBits) + uint32_t(cell);
-    const uint32_t low = (first << kLowBits) | (sign ? 0x80000000u : 0u);
-    const double start = math::bit_cast<float>(low);
-    const double midpoint = math::bit_cast<float>(low | (1u << (kLowBits - 1)));
-    const double half = sign ? start - midpoint : midpoint - start;
+  static CubicRow fit(uint32_t row) {
+    const uint32_t first = math::cell_first_bits(row);
+    const double start = math::bit_cast<float>(first);
+    const double midpoint = math::bit_cast<float>(math::cell_midpoint_bits(first));
+    const double half = start < 0 ? start - midpoint : midpoint - start;
     const double u[4] = {-0.92387953251128674, -0.38268343236508978, 0.38268343236508978,
                          0.92387953251128674};  // cos((2j + 1) pi / 8)
     double c[4];
@@ -100,10 +96,10 @@ struct CubicTable {
       for (int i = 3; i > 0; --i) power[i] = power[i - 1] - u[k] * power[i];
       power[0] = c[k] - u[k] * power[0];
     }
-    CubicRow row;
+    CubicRow cubic;
     double scale = 1.0;
-    for (int i = 0; i < 4; ++i, scale /= half) row.c[i] = static_cast<float>(power[i] * scale);
-    return row;
+    for (int i = 0; i < 4; ++i, scale /= half) cubic.c[i] = static_cast<float>(power[i] * scale);
+    return cubic;
   }
 };
 

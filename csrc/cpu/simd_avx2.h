@@ -239,11 +239,10 @@ struct NarrowLanes {
   template <class Row>
   GELU_SIMD static VecF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
     static_assert(sizeof(Row) == 16, "a row of 4 floats");
-    constexpr int kLowBits = 23 - math::kCellBits;
     const __m256i bits = _mm256_castps_si256(x.v);
     const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
     // Below the first cell, offset wraps around to a large unsigned number.
-    const __m256i offset = _mm256_sub_epi32(_mm256_srli_epi32(magnitude, kLowBits),
+    const __m256i offset = _mm256_sub_epi32(_mm256_srli_epi32(magnitude, math::kCellLowBits),
                                             _mm256_set1_epi32(math::kCellFirstExponent << math::kCellBits));
     const __m256i clamped = _mm256_min_epu32(offset, _mm256_set1_epi32(math::kCellsPerSign - 1));
     const __m256 inside = _mm256_castsi256_ps(_mm256_cmpeq_epi32(clamped, offset));
@@ -254,8 +253,8 @@ struct NarrowLanes {
     _mm256_store_si256(reinterpret_cast<__m256i*>(offset_bytes),
                        _mm256_slli_epi32(_mm256_add_epi32(clamped, _mm256_and_si256(negative, _mm256_set1_epi32(math::kCellsPerSign))), 4));
     asm("" : "+m"(offset_bytes));
-    const __m256i midpoint = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(-(1 << kLowBits))),
-                                             _mm256_set1_epi32(1 << (kLowBits - 1)));
+    const __m256i midpoint = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(-(1 << math::kCellLowBits))),
+                                             _mm256_set1_epi32(1 << (math::kCellLowBits - 1)));
     d = VecF(_mm256_and_ps(_mm256_sub_ps(x.v, _mm256_castsi256_ps(midpoint)), inside));
     // Rows j and j + 4 side by side, then a 4 x 4 transpose in each half.
     const char* base = reinterpret_cast<const char*>(rows);

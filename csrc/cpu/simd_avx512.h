@@ -182,18 +182,17 @@ struct NarrowLanes {
   template <class Row>
   GELU_SIMD static VecF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
     static_assert(sizeof(Row) == 16, "a row of 4 floats");
-    constexpr int kLowBits = 23 - math::kCellBits;
     const __m512i bits = _mm512_castps_si512(x.v);
     const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
     // Below the first cell, offset wraps around to a large unsigned number.
-    const __m512i offset = _mm512_sub_epi32(_mm512_srli_epi32(magnitude, kLowBits),
+    const __m512i offset = _mm512_sub_epi32(_mm512_srli_epi32(magnitude, math::kCellLowBits),
                                             _mm512_set1_epi32(math::kCellFirstExponent << math::kCellBits));
     const __mmask16 inside = _mm512_cmplt_epu32_mask(offset, _mm512_set1_epi32(math::kCellsPerSign));
     const __m512i negative = _mm512_srai_epi32(bits, 31);
     const __m512i row = _mm512_add_epi32(_mm512_maskz_mov_epi32(inside, offset),
                                          _mm512_and_si512(negative, _mm512_set1_epi32(math::kCellsPerSign)));
-    const __m512i midpoint = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(-(1 << kLowBits))),
-                                             _mm512_set1_epi32(1 << (kLowBits - 1)));
+    const __m512i midpoint = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(-(1 << math::kCellLowBits))),
+                                             _mm512_set1_epi32(1 << (math::kCellLowBits - 1)));
     d = VecF(_mm512_maskz_sub_ps(inside, x.v, _mm512_castsi512_ps(midpoint)));
     const __m512i first = _mm512_slli_epi32(row, 2);  // 4 floats per row
     const float* base = reinterpret_cast<const float*>(rows);
