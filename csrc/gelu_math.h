@@ -1264,17 +1264,20 @@ struct PassMath<Pass::kDoubleBackward, A, kFloat64> {
 // x = 8.2 for the exact form, 7.1 for tanh, 22 for sigmoid), the double just below x instead:
 // rounding to odd then tells the 16-bit conversion that f lies below x, so that at a 16-bit
 // midpoint x (a bias sum; or a product f(x) up) f rounds down, where x would round to even.
-template <class V>
+// float64 data keep f: their results are these doubles, not rounded again.
+template <bool kFloat64, class V>
 GELU_HD V below_positive_argument(V f, V x) {
-  return select(f < x, f, select(x > V(0.0), x * V(1.0 - 0x1p-53), f));
+  if constexpr (kFloat64) return f;
+  else return select(f < x, f, select(x > V(0.0), x * V(1.0 - 0x1p-53), f));
 }
 
 // Likewise f'(x) > 1 for x > 1 in every variant (x phi(x) > Q(x); x s' p > 1): where the computed
 // f' rounds to 1, the double just above, so that a product grad * up f' at a 16-bit midpoint
 // rounds away from zero.
-template <class V>
+template <bool kFloat64, class V>
 GELU_HD V above_one_beyond_one(V d1, V x) {
-  return select(d1 > V(1.0), d1, select(x > V(1.0), V(1.0 + 0x1p-52), d1));
+  if constexpr (kFloat64) return d1;
+  else return select(d1 > V(1.0), d1, select(x > V(1.0), V(1.0 + 0x1p-52), d1));
 }
 
 template <Approximate A, bool kFloat64>
@@ -1283,9 +1286,7 @@ struct PassMath<Pass::kBiasForward, A, kFloat64> {
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
     const V z = in[0] + in[1];
-    const V f = evaluate<A, kFloat64, kF>(z).f;
-    if constexpr (kFloat64) out[0] = f;
-    else out[0] = below_positive_argument(f, z);
+    out[0] = below_positive_argument<kFloat64>(evaluate<A, kFloat64, kF>(z).f, z);
   }
 };
 
@@ -1304,7 +1305,7 @@ struct PassMath<Pass::kGegluForward, A, kFloat64> {
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
     const V f = evaluate<A, kFloat64, kF>(in[0]).f;
-    out[0] = (kFloat64 ? f : below_positive_argument(f, in[0])) * in[1];
+    out[0] = below_positive_argument<kFloat64>(f, in[0]) * in[1];
   }
 };
 
@@ -1314,8 +1315,8 @@ struct PassMath<Pass::kGegluBackward, A, kFloat64> {
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
     const Derivatives<V> d = evaluate<A, kFloat64, kF | kD1>(in[1]);
-    out[0] = in[0] * in[2] * (kFloat64 ? d.d1 : above_one_beyond_one(d.d1, in[1]));
-    out[1] = in[0] * (kFloat64 ? d.f : below_positive_argument(d.f, in[1]));
+    out[0] = in[0] * in[2] * above_one_beyond_one<kFloat64>(d.d1, in[1]);
+    out[1] = in[0] * below_positive_argument<kFloat64>(d.f, in[1]);
   }
 };
 
