@@ -29,49 +29,70 @@ using ld = long double;
 
 namespace {
 
-template <Approximate A>
-void check(uint64_t step) {
-  const float core = math::narrow_core<A>();
-  uint32_t top;
-  memcpy(&top, &core, 4);
-  const int threads = 2;
-  std::vector<double> ratio_f(threads), ratio_d(threads), rel_f(threads);
-  std::vector<float> worst_f(threads), worst_d(threads);
+constexpr int kThreads = 2;
+
+const char* variant_name(Approximate a) {
+  return a == Approximate::kNone ? "none" : a == Approximate::kTanh ? "tanh" : "sigmoid";
+}
+
+// Calls visit(x, thread) for the floats of both signs whose magnitude bits are first,
+// first + step, ... below end, split among kThreads threads.
+template <class Visit>
+void for_each_float(uint64_t first, uint64_t end, uint64_t step, Visit visit) {
   std::vector<std::thread> pool;
-  for (int id = 0; id < threads; ++id) {
+  for (int id = 0; id < kThreads; ++id) {
     pool.emplace_back([&, id] {
-      for (uint64_t b = id * step; b <= top; b += threads * step) {
+      for (uint64_t b = first + id * step; b < end; b += kThreads * step) {
         for (int sign = 0; sign < 2; ++sign) {
           const uint32_t bits = static_cast<uint32_t>(b) | (sign ? 0x80000000u : 0u);
           float x;
           memcpy(&x, &bits, 4);
-          math::Bounded<float> f, d1;
-          math::narrow_value_and_derivative<A>(x, f, d1);
-          if (!(f.error < INFINITY)) continue;
-          const tools::Exact exact = tools::exact(x, A);
-          const ld ef = exact.f, ed = exact.d1;
-          const double rf = f.error > 0 ? static_cast<double>(fabsl(f.value - ef) / f.error) : 0;
-          const double rd = static_cast<double>(fabsl(d1.value - ed) / d1.error);
-          if (rf > ratio_f[id]) ratio_f[id] = rf, worst_f[id] = x;
-          if (rd > ratio_d[id]) ratio_d[id] = rd, worst_d[id] = x;
-          if (fabsl(ef) > 1e-30L)  // relative errors of float-normal results
-            rel_f[id] = fmax(rel_f[id], static_cast<double>(fabsl(f.value / ef - 1)));
+          visit(x, id);
         }
       }
     });
   }
   for (auto& t : pool) t.join();
-  double rf = 0, rd = 0, relf = 0;
-  float wf = 0, wd = 0;
-  for (int id = 0; id < threads; ++id) {
-    if (ratio_f[id] > rf) rf = ratio_f[id], wf = worst_f[id];
-    if (ratio_d[id] > rd) rd = ratio_d[id], wd = worst_d[id];
-    relf = fmax(relf, rel_f[id]);
+}
+
+// The largest error/bound ratio seen, and where; one per thread, then the largest of those.
+struct Worst {
+  double ratio = 0;
+  float x = 0;
+  void see(double r, float at) {
+    if (r > ratio) ratio = r, x = at;
   }
+};
+Worst largest(const std::vector<Worst>& per_thread) {
+  Worst w;
+  for (const Worst& t : per_thread) w.see(t.ratio, t.x);
+  return w;
+}
+
+template <Approximate A>
+void check(uint64_t step) {
+  const float core = math::narrow_core<A>();
+  uint32_t top;
+  memcpy(&top, &core, 4);
+  std::vector<Worst> worst_f(kThreads), worst_d(kThreads);
+  std::vector<double> rel_f(kThreads);
+  for_each_float(0, uint64_t(top) + 1, step, [&](float x, int id) {
+    math::Bounded<float> f, d1;
+    math::narrow_value_and_derivative<A>(x, f, d1);
+    if (!(f.error < INFINITY)) return;
+    const tools::Exact exact = tools::exact(x, A);
+    const ld ef = exact.f, ed = exact.d1;
+    worst_f[id].see(f.error > 0 ? static_cast<double>(fabsl(f.value - ef) / f.error) : 0, x);
+    worst_d[id].see(static_cast<double>(fabsl(d1.value - ed) / d1.error), x);
+    if (fabsl(ef) > 1e-30L)  // relative errors of float-normal results
+      rel_f[id] = fmax(rel_f[id], static_cast<double>(fabsl(f.value / ef - 1)));
+  });
+  const Worst wf = largest(worst_f), wd = largest(worst_d);
+  double relf = 0;
+  for (double r : rel_f) relf = fmax(relf, r);
   printf("%-8s |x| <= %-4g f: max error/bound %.3f (x=%.8g), max relative error 2^%.2f;  "
          "f': max error/bound %.3f (x=%.8g)\n",
-         A == Approximate::kNone ? "none" : A == Approximate::kTanh ? "tanh" : "sigmoid", core,
-         rf, wf, relf > 0 ? log2(relf) : -999.0, rd, wd);
+         variant_name(A), core, wf.ratio, wf.x, relf > 0 ? log2(relf) : -999.0, wd.ratio, wd.x);
 }
 
 // The cubics of the CPU's 16-bit bias passes (gelu_math.h, narrow_cubic), for f and f', at every
@@ -79,43 +100,23 @@ void check(uint64_t step) {
 template <Approximate A>
 void check_cubics(uint64_t step) {
   const cpu::portable::CubicRow* tables[2] = {cpu::portable::CubicTable<A, false>::get(),
-                                     cpu::portable::CubicTable<A, true>::get()};
-  const uint64_t first = uint64_t(math::kCellFirstExponent) << 23;
-  const uint64_t end = uint64_t(math::kCellLastExponent + 1) << 23;
-  const int threads = 2;
-  std::vector<double> ratio[2] = {std::vector<double>(threads), std::vector<double>(threads)};
-  std::vector<float> worst[2] = {std::vector<float>(threads), std::vector<float>(threads)};
-  std::vector<std::thread> pool;
-  for (int id = 0; id < threads; ++id) {
-    pool.emplace_back([&, id] {
-      for (uint64_t b = first + id * step; b < end; b += threads * step) {
-        for (int sign = 0; sign < 2; ++sign) {
-          const uint32_t bits = static_cast<uint32_t>(b) | (sign ? 0x80000000u : 0u);
-          float x;
-          memcpy(&x, &bits, 4);
-          uint32_t row;
-          float d;
-          if (!math::cell_of(x, row, d)) continue;
-          const tools::Exact exact = tools::exact(x, A);
-          for (int k = 0; k < 2; ++k) {
-            const math::Bounded<float> v = math::narrow_cubic(tables[k][row].c, d);
-            const double r = static_cast<double>(fabsl(v.value - (k ? exact.d1 : exact.f)) / v.error);
-            if (r > ratio[k][id]) ratio[k][id] = r, worst[k][id] = x;
-          }
-        }
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
-  printf("%-8s cubics, 2^-32 <= |x| < 8:", A == Approximate::kNone   ? "none"
-                                          : A == Approximate::kTanh ? "tanh"
-                                                                    : "sigmoid");
+                                              cpu::portable::CubicTable<A, true>::get()};
+  std::vector<Worst> worst[2] = {std::vector<Worst>(kThreads), std::vector<Worst>(kThreads)};
+  for_each_float(uint64_t(math::kCellFirstExponent) << 23,
+                 uint64_t(math::kCellLastExponent + 1) << 23, step, [&](float x, int id) {
+    uint32_t row;
+    float d;
+    if (!math::cell_of(x, row, d)) return;
+    const tools::Exact exact = tools::exact(x, A);
+    for (int k = 0; k < 2; ++k) {
+      const math::Bounded<float> v = math::narrow_cubic(tables[k][row].c, d);
+      worst[k][id].see(static_cast<double>(fabsl(v.value - (k ? exact.d1 : exact.f)) / v.error), x);
+    }
+  });
+  printf("%-8s cubics, 2^-32 <= |x| < 8:", variant_name(A));
   for (int k = 0; k < 2; ++k) {
-    double r = 0;
-    float w = 0;
-    for (int id = 0; id < threads; ++id)
-      if (ratio[k][id] > r) r = ratio[k][id], w = worst[k][id];
-    printf("  %s: max error/bound %.3f (x=%.8g)", k ? "f'" : "f", r, w);
+    const Worst w = largest(worst[k]);
+    printf("  %s: max error/bound %.3f (x=%.8g)", k ? "f'" : "f", w.ratio, w.x);
   }
   printf("\n");
 }
