@@ -10,7 +10,13 @@ same ops. Which path a call takes:
   torch.func transforms      autograd.Functions in the setup_context style that torch.func needs;
   autograd or forward AD     classic autograd.Functions (a third of the setup_context style's
                              Python overhead);
-  otherwise (inference)      the op itself.
+  otherwise (inference, and  the op below its registered autograd, which is Python code that
+  backward passes that       would only find that no graph is needed: on small tensors that
+  build no graph)            check cost as much as the kernel.
+
+The classic autograd.Functions save their inputs for a jvp only under forward AD, and call the
+ops below autograd: their own node is the graph. A backward that builds a graph (create_graph)
+calls the backward op with its autograd, for the next order.
 """
 
 import torch
@@ -20,6 +26,27 @@ from torch._C._functorch import is_functorch_wrapped_tensor
 from .ops import check_approximate
 
 _ops = torch.ops.gelu_ext
+
+
+def _forward_ad_active():
+    return forward_ad._current_level >= 0
+
+
+def _records_graph(*tensors):
+    """Whether autograd records a call on these tensors: grad mode on (not so in a backward pass
+    without create_graph, whose inputs may require grad) and one of them requiring grad."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _differentiable(*tensors):
+    return _forward_ad_active() or _records_graph(*tensors)
+
+
+def _below_autograd(op, *args):
+    """op(*args) without its registered autograd kernel (what that kernel itself does where no
+    graph is needed)."""
+    with torch._C._AutoDispatchBelowAutograd():
+        return op(*args)
 
 
 # Formulas shared by both styles of autograd.Function. ctx.saved_tensors holds (input,) for
@@ -55,13 +82,20 @@ def _gelu_backward_jvp(ctx, grad_output_tangent, input_tangent, _):
     return result
 
 
+def _save(ctx, *tensors):
+    """Saves tensors for the backward, and for a jvp where forward AD is active (saving for it
+    costs as much as the rest of the call)."""
+    ctx.save_for_backward(*tensors)
+    if _forward_ad_active():
+        ctx.save_for_forward(*tensors)
+
+
 class _GELU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, approximate):
         ctx.approximate = approximate
-        ctx.save_for_backward(input)
-        ctx.save_for_forward(input)
-        return _ops.gelu.default(input, approximate)
+        _save(ctx, input)
+        return _below_autograd(_ops.gelu.default, input, approximate)
 
     backward = staticmethod(_gelu_backward)
     jvp = staticmethod(_gelu_jvp)
@@ -73,9 +107,8 @@ class _GELUBackward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, grad_output, input, approximate):
         ctx.approximate = approximate
-        ctx.save_for_backward(grad_output, input)
-        ctx.save_for_forward(grad_output, input)
-        return _ops.gelu_backward.default(grad_output, input, approximate)
+        _save(ctx, grad_output, input)
+        return _below_autograd(_ops.gelu_backward.default, grad_output, input, approximate)
 
     backward = staticmethod(_gelu_backward_backward)
     jvp = staticmethod(_gelu_backward_jvp)
@@ -104,10 +137,6 @@ class _GELUBackwardFunctorch(torch.autograd.Function):
     jvp = staticmethod(_gelu_backward_jvp)
 
 
-def _differentiable(*tensors):
-    return any(t.requires_grad for t in tensors) or forward_ad._current_level >= 0
-
-
 def _apply_backward(grad_output, input, approximate):
     if torch.compiler.is_compiling():
         return _ops.gelu_backward.default(grad_output, input, approximate)
@@ -115,7 +144,7 @@ def _apply_backward(grad_output, input, approximate):
         return _GELUBackwardFunctorch.apply(grad_output, input, approximate)
     if _differentiable(grad_output, input):
         return _GELUBackward.apply(grad_output, input, approximate)
-    return _ops.gelu_backward.default(grad_output, input, approximate)
+    return _below_autograd(_ops.gelu_backward.default, grad_output, input, approximate)
 
 
 def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -137,12 +166,84 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
         return _GELUFunctorch.apply(input, approximate)
     if _differentiable(input):
         return _GELU.apply(input, approximate)
-    return _ops.gelu.default(input, approximate)
+    return _below_autograd(_ops.gelu.default, input, approximate)
 
 
-# The fused ops under torch.func transforms, which need autograd.Functions in the setup_context
-# style: first order there (vmap(grad(...)) for per-sample gradients); the ops' own autograd gives
-# second order outside torch.func.
+# The fused ops. In eager mode, classic autograd.Functions as gelu's: their backward calls the
+# backward op, which carries the second order (ops.py) where the gradient needs a graph
+# (create_graph=True), and their jvp composes the tangent from the ops (first order; forward
+# over reverse is not implemented). Under torch.func transforms, autograd.Functions in the
+# setup_context style: first order (vmap(grad(...)) for per-sample gradients, jvp, jacfwd).
+
+def _backward_op(what, op, tensors, approximate):
+    """The backward op, with its registered autograd where the gradient itself is recorded."""
+    if _forward_ad_active() and any(forward_ad.unpack_dual(t).tangent is not None
+                                    for t in tensors):
+        raise NotImplementedError(f"gelu_ext: forward-mode derivatives of {what}'s gradient "
+                                  "(forward over reverse) are not implemented")
+    if _records_graph(*tensors):
+        return op(*tensors, approximate)
+    return _below_autograd(op, *tensors, approximate)
+
+
+def _bias_gelu_jvp(ctx, input_tangent, bias_tangent, _):
+    # d gelu(x + b) = gelu'(x + b) (dx + db): the backward op's grad_input with dx + db as grad.
+    input, bias = ctx.saved_tensors
+    if input_tangent is None and bias_tangent is None:
+        return None
+    if input_tangent is None:
+        tangent = bias_tangent.expand_as(input)
+    else:
+        tangent = input_tangent if bias_tangent is None else input_tangent + bias_tangent
+    return _ops.bias_gelu_backward.default(tangent, input, bias, ctx.approximate)[0]
+
+
+def _geglu_tangent(gate, up, gate_tangent, up_tangent, approximate):
+    # d (gelu(g) u) = u gelu'(g) dg + gelu(g) du: the backward op's grad_gate with dg as grad,
+    # and geglu of du.
+    tangent = None
+    if gate_tangent is not None:
+        tangent = _ops.geglu_backward.default(gate_tangent, gate, up, approximate)[0]
+    if up_tangent is not None:
+        term = _ops.geglu.default(gate, up_tangent, approximate)
+        tangent = term if tangent is None else tangent + term
+    return tangent
+
+
+def _geglu_jvp(ctx, gate_tangent, up_tangent, _):
+    gate, up = ctx.saved_tensors
+    return _geglu_tangent(gate, up, gate_tangent, up_tangent, ctx.approximate)
+
+
+def _geglu_packed_jvp(ctx, h_tangent, _):
+    (h,) = ctx.saved_tensors
+    if h_tangent is None:
+        return None
+    return _geglu_tangent(*h.chunk(2, dim=-1), *h_tangent.chunk(2, dim=-1), ctx.approximate)
+
+
+def _eager_function(name, op, backward_op, jvp):
+    """A classic autograd.Function for the fused op `op`, whose gradients come from
+    `backward_op` (grad_output first, then op's tensor inputs)."""
+    def forward(ctx, *args):
+        *tensors, ctx.approximate = args
+        _save(ctx, *tensors)
+        return _below_autograd(op, *args)
+
+    def backward(ctx, grad):
+        grads = _backward_op(name, backward_op, (grad, *ctx.saved_tensors), ctx.approximate)
+        return (*(grads if isinstance(grads, tuple) else (grads,)), None)
+
+    return type(f"_{name}", (torch.autograd.Function,), dict(
+        forward=staticmethod(forward), backward=staticmethod(backward), jvp=staticmethod(jvp)))
+
+
+_BiasGELU = _eager_function("bias_gelu", _ops.bias_gelu.default,
+                            _ops.bias_gelu_backward.default, _bias_gelu_jvp)
+_GEGLU = _eager_function("geglu", _ops.geglu.default, _ops.geglu_backward.default, _geglu_jvp)
+_GEGLUPacked = _eager_function("geglu_packed", _ops.geglu_packed.default,
+                               _ops.geglu_packed_backward.default, _geglu_packed_jvp)
+
 
 def _second_order_under_torch_func(ctx, *grads):
     raise NotImplementedError("gelu_ext: second derivatives of bias_gelu and geglu under "
@@ -150,10 +251,12 @@ def _second_order_under_torch_func(ctx, *grads):
                               "with create_graph=True supports them")
 
 
-def _functorch_function(name, forward, backward):
-    return type(name, (torch.autograd.Function,), dict(
-        generate_vmap_rule=True, forward=staticmethod(forward),
-        setup_context=staticmethod(_setup_context), backward=staticmethod(backward)))
+def _functorch_function(name, forward, backward, jvp=None):
+    methods = dict(generate_vmap_rule=True, forward=staticmethod(forward),
+                   setup_context=staticmethod(_setup_context), backward=staticmethod(backward))
+    if jvp is not None:
+        methods["jvp"] = staticmethod(jvp)
+    return type(name, (torch.autograd.Function,), methods)
 
 
 _BiasGELUBackwardFunctorch = _functorch_function(
@@ -180,15 +283,22 @@ def _geglu_functorch_backward(ctx, grad):
 _BiasGELUFunctorch = _functorch_function(
     "_BiasGELUFunctorch",
     lambda input, bias, approximate: _ops.bias_gelu.default(input, bias, approximate),
-    _bias_gelu_functorch_backward)
+    _bias_gelu_functorch_backward, _bias_gelu_jvp)
 _GEGLUFunctorch = _functorch_function(
     "_GEGLUFunctorch", lambda gate, up, approximate: _ops.geglu.default(gate, up, approximate),
-    _geglu_functorch_backward)
+    _geglu_functorch_backward, _geglu_jvp)
 
 
-def _functorch_wrapped(*tensors):
-    return not torch.compiler.is_compiling() and any(is_functorch_wrapped_tensor(t)
-                                                     for t in tensors)
+def _fused(eager, functorch, op, *args):
+    """The path of a fused op's call (module docstring); args end with approximate."""
+    tensors = args[:-1]
+    if torch.compiler.is_compiling():
+        return op(*args)
+    if functorch is not None and any(is_functorch_wrapped_tensor(t) for t in tensors):
+        return functorch.apply(*args)
+    if _differentiable(*tensors):
+        return eager.apply(*args)
+    return _below_autograd(op, *args)
 
 
 def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -200,9 +310,7 @@ def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none"
     summed over all leading dimensions) from one elementwise pass and one reduction.
     """
     check_approximate(approximate)
-    if _functorch_wrapped(input, bias):
-        return _BiasGELUFunctorch.apply(input, bias, approximate)
-    return _ops.bias_gelu.default(input, bias, approximate)
+    return _fused(_BiasGELU, _BiasGELUFunctorch, _ops.bias_gelu.default, input, bias, approximate)
 
 
 def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -212,9 +320,7 @@ def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> to
     in one pass.
     """
     check_approximate(approximate)
-    if _functorch_wrapped(gate, up):
-        return _GEGLUFunctorch.apply(gate, up, approximate)
-    return _ops.geglu.default(gate, up, approximate)
+    return _fused(_GEGLU, _GEGLUFunctorch, _ops.geglu.default, gate, up, approximate)
 
 
 def geglu_packed(h: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -225,7 +331,7 @@ def geglu_packed(h: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     concatenate grad_gate and grad_up in a further copy.
     """
     check_approximate(approximate)
-    if _functorch_wrapped(h):
-        if h.dim() >= 1 and h.shape[-1] % 2 == 0:
-            return _GEGLUFunctorch.apply(*h.chunk(2, dim=-1), approximate)
-    return _ops.geglu_packed.default(h, approximate)
+    if (not torch.compiler.is_compiling() and is_functorch_wrapped_tensor(h) and h.dim() >= 1
+            and h.shape[-1] % 2 == 0):
+        return _GEGLUFunctorch.apply(*h.chunk(2, dim=-1), approximate)
+    return _fused(_GEGLUPacked, None, _ops.geglu_packed.default, h, approximate)

@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+import torch.autograd.forward_ad as forward_ad
 from conftest import FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, FORWARD_ULPS, assert_ulps
 from torch.autograd import gradcheck, gradgradcheck
 
@@ -313,6 +314,80 @@ def test_geglu_matches_composition(device, approximate):
     g = randn(3, 5, 8, dtype=torch.float64, device=device, seed=2)
     torch.testing.assert_close(torch.autograd.grad(y, (gate, up), g),
                                torch.autograd.grad(y_ref, (gate, up), g), rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode: the fused ops' tangents against f and f' from mpmath, and against finite
+# differences (gradcheck).
+
+def fused_tangents(approximate, device, rows=4, columns=6):
+    """(name, fused op, float64 primals, tangents, the exact tangent at them or None)."""
+    def sample(*shape, seed):
+        return randn(*shape, dtype=torch.float64, device=device, seed=seed)
+    x, b, up = sample(rows, columns, seed=0), sample(columns, seed=1), sample(rows, columns, seed=2)
+    dx, db, dup = sample(rows, columns, seed=3), sample(columns, seed=4), sample(rows, columns,
+                                                                               seed=5)
+    # bias_gelu: d gelu(x + b) = f'(x + b) (dx + db); geglu: d (f(g) u) = u f'(g) dg + f(g) du.
+    _, d1_sum = exact((x + b).cpu(), approximate, torch.float64)
+    f_gate, d1_gate = exact(x.cpu(), approximate, torch.float64)
+    u, dg, du = up.cpu(), dx.cpu(), dup.cpu()
+    geglu_tangent = u * d1_gate * dg + f_gate * du
+    return [
+        ("bias_gelu", lambda v, w: gelu_ext.bias_gelu(v, w, approximate), (x, b), (dx, db),
+         d1_sum * (dx + db).cpu()),
+        ("geglu", lambda v, w: gelu_ext.geglu(v, w, approximate), (x, up), (dx, dup),
+         geglu_tangent),
+        ("geglu_packed", lambda t: gelu_ext.geglu_packed(t, approximate),
+         (torch.cat([x, up], dim=-1),), (torch.cat([dx, dup], dim=-1),), geglu_tangent),
+    ]
+
+
+def assert_tangent(got, expected, what):
+    assert got is not None, f"{what}: no tangent"
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-13, atol=1e-15, msg=what)
+
+
+def test_fused_jvp(device, approximate):
+    for name, fused, primals, tangents, expected in fused_tangents(approximate, device):
+        _, tangent = torch.func.jvp(fused, primals, tangents)
+        assert_tangent(tangent, expected, name)
+
+
+def test_fused_dual_tensors(device, approximate):
+    # Classic forward AD, with a tangent on every input (a tangent left out counts as zero: see
+    # the single-input cases below).
+    for name, fused, primals, tangents, expected in fused_tangents(approximate, device):
+        with forward_ad.dual_level():
+            duals = [forward_ad.make_dual(p, t) for p, t in zip(primals, tangents)]
+            assert_tangent(forward_ad.unpack_dual(fused(*duals)).tangent, expected, name)
+    x, b = randn(3, 4, dtype=torch.float64, device=device), randn(4, dtype=torch.float64,
+                                                                  device=device, seed=1)
+    _, d1 = exact((x + b).cpu(), approximate, torch.float64)
+    db = torch.ones_like(b)
+    with forward_ad.dual_level():
+        y = gelu_ext.bias_gelu(x, forward_ad.make_dual(b, db), approximate)
+        assert_tangent(forward_ad.unpack_dual(y).tangent, d1, "bias_gelu, bias tangent only")
+        y = gelu_ext.geglu(forward_ad.make_dual(x, torch.ones_like(x)), x + b, approximate)
+        assert_tangent(forward_ad.unpack_dual(y).tangent,
+                       (x + b).cpu() * exact(x.cpu(), approximate, torch.float64)[1],
+                       "geglu, gate tangent only")
+
+
+def test_fused_gradcheck_forward_mode(device, approximate):
+    for name, fused, primals, _, _ in fused_tangents(approximate, device, rows=2, columns=3):
+        inputs = tuple(p.requires_grad_() for p in primals)
+        assert gradcheck(fused, inputs, check_forward_ad=True, check_backward_ad=True), name
+
+
+def test_fused_forward_over_reverse_is_refused(device):
+    # Not implemented: an error, where the ops' own autograd would give zero tangents silently.
+    x = randn(3, 4, dtype=torch.float64, device=device).requires_grad_()
+    b = randn(4, dtype=torch.float64, device=device, seed=1)
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(x, torch.ones_like(x))
+        y = gelu_ext.bias_gelu(dual, b)
+        with pytest.raises(NotImplementedError, match="forward over reverse"):
+            torch.autograd.grad(y.sum(), x, create_graph=True)
 
 
 # ---------------------------------------------------------------------------------------------
