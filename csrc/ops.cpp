@@ -207,8 +207,11 @@ at::Tensor sum_to_bias(const at::Tensor& grad_input) {
 
 namespace {
 
-// Below this many elements per thread, the parallel split costs more than it saves.
-constexpr int64_t kCpuGrainSize = 32768;
+// Below this many elements per thread, the parallel split costs more than it saves. ATen's
+// 32768 suits its cheap loops; these take 1.5-12 ns per element, so that at 4096 a thread's share
+// (6-50 us) already outweighs waking a second thread (tensors of 2^14-2^15 elements: up to 1.6x
+// faster than with 32768, which ran them on one thread).
+constexpr int64_t kCpuGrainSize = 4096;
 
 void run_cpu(at::TensorIteratorBase& iter, Pass pass, Approximate approximate) {
   const DType dtype = kernel_dtype(iter);
