@@ -71,3 +71,26 @@ def test_compiled_mlp_trains_like_nn_gelu(approximate):
     assert ours[-1] < 0.5 * ours[0], "the loss must fall"
     # Same initialisation and data: the curves agree to float32 rounding.
     assert abs(ours[-1] - theirs[-1]) < 1e-3, (ours[-1], theirs[-1])
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_export(strict):
+    # torch.export keeps the ops as single nodes, in both tracing modes, and the exported program
+    # computes what the module does.
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 16)
+            self.bias = nn.Parameter(torch.randn(16))
+
+        def forward(self, x):
+            h = gelu_ext.bias_gelu(self.proj(x), self.bias)
+            return gelu_ext.geglu_packed(h) + gelu_ext.gelu(h[..., :8], "tanh")
+
+    torch.manual_seed(0)
+    block, x = Block(), torch.randn(4, 8)
+    program = torch.export.export(block, (x,), strict=strict)
+    targets = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
+    assert {"gelu_ext.bias_gelu.default", "gelu_ext.geglu_packed.default",
+            "gelu_ext.gelu.default"} <= targets, targets
+    torch.testing.assert_close(program.module()(x), block(x), rtol=0, atol=0)
