@@ -23,7 +23,8 @@ import torch
 import torch.autograd.forward_ad as forward_ad
 from torch._C._functorch import is_functorch_wrapped_tensor
 
-from .ops import check_approximate
+from .ops import (bias_gelu_second_order, check_approximate, exact_bias_sum,
+                  geglu_packed_second_order, geglu_second_order, sum_to_bias)
 
 _ops = torch.ops.gelu_ext
 
@@ -169,32 +170,28 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     return _below_autograd(_ops.gelu.default, input, approximate)
 
 
-# The fused ops. In eager mode, classic autograd.Functions as gelu's: their backward calls the
-# backward op, which carries the second order (ops.py) where the gradient needs a graph
-# (create_graph=True), and their jvp composes the tangent from the ops (first order; forward
-# over reverse is not implemented). Under torch.func transforms, autograd.Functions in the
-# setup_context style: first order (vmap(grad(...)) for per-sample gradients, jvp, jacfwd).
+# The fused ops. In eager mode, classic autograd.Functions as gelu's, and for their backward ops
+# too where the gradient needs a graph or a tangent: reverse mode to second order (the formulas
+# in ops.py) and forward mode to second order (forward over reverse), with jvps composed from the
+# ops. Under torch.func transforms, autograd.Functions in the setup_context style: first order
+# (vmap(grad(...)) for per-sample gradients, jvp, jacfwd).
 
-def _backward_op(what, op, tensors, approximate):
-    """The backward op, with its registered autograd where the gradient itself is recorded."""
-    if _forward_ad_active() and any(forward_ad.unpack_dual(t).tangent is not None
-                                    for t in tensors):
-        raise NotImplementedError(f"gelu_ext: forward-mode derivatives of {what}'s gradient "
-                                  "(forward over reverse) are not implemented")
-    if _records_graph(*tensors):
-        return op(*tensors, approximate)
-    return _below_autograd(op, *tensors, approximate)
+def _added(a, b):
+    """a + b, where None stands for zero."""
+    return b if a is None else a if b is None else a + b
+
+
+def _sum_tangent(input, input_tangent, bias_tangent):
+    """The tangent of input + bias (bias broadcast), or None for zero."""
+    return _added(input_tangent, None if bias_tangent is None else bias_tangent.expand_as(input))
 
 
 def _bias_gelu_jvp(ctx, input_tangent, bias_tangent, _):
     # d gelu(x + b) = gelu'(x + b) (dx + db): the backward op's grad_input with dx + db as grad.
     input, bias = ctx.saved_tensors
-    if input_tangent is None and bias_tangent is None:
+    tangent = _sum_tangent(input, input_tangent, bias_tangent)
+    if tangent is None:
         return None
-    if input_tangent is None:
-        tangent = bias_tangent.expand_as(input)
-    else:
-        tangent = input_tangent if bias_tangent is None else input_tangent + bias_tangent
     return _ops.bias_gelu_backward.default(tangent, input, bias, ctx.approximate)[0]
 
 
@@ -222,27 +219,113 @@ def _geglu_packed_jvp(ctx, h_tangent, _):
     return _geglu_tangent(*h.chunk(2, dim=-1), *h_tangent.chunk(2, dim=-1), ctx.approximate)
 
 
-def _eager_function(name, op, backward_op, jvp):
+def _bias_gelu_backward_jvp(ctx, grad_tangent, input_tangent, bias_tangent, _):
+    # grad_input = g f'(z), z = x + b: d grad_input = dg f'(z) + g f''(z) (dx + db), and
+    # d grad_bias its sum over rows; in float64 at the exact sum z, rounded once.
+    grad_output, input, bias = ctx.saved_tensors
+    z = exact_bias_sum(input, bias)
+    tangent = None
+    if grad_tangent is not None:
+        tangent = _ops.gelu_backward.default(grad_tangent.double(), z, ctx.approximate)
+    sum_tangent = _sum_tangent(input, input_tangent, bias_tangent)
+    if sum_tangent is not None:
+        _, curvature = _ops.gelu_double_backward.default(
+            sum_tangent.double(), grad_output.double(), z, ctx.approximate)
+        tangent = _added(tangent, curvature)
+    if tangent is None:
+        return None, None
+    return tangent.to(input.dtype), sum_to_bias(tangent).to(bias.dtype)
+
+
+def _geglu_backward_tangents(grad_output, gate, up, grad_tangent, gate_tangent, up_tangent,
+                             approximate):
+    # grad_gate = g u f'(x) and grad_up = g f(x):
+    # d grad_gate = f'(x) (dg u + g du) + g u f''(x) dx, d grad_up = f(x) dg + g f'(x) dx.
+    grad_gate_tangent = grad_up_tangent = None
+    slope_factor = _added(None if grad_tangent is None else grad_tangent * up,
+                          None if up_tangent is None else grad_output * up_tangent)
+    if slope_factor is not None:
+        grad_gate_tangent = _ops.gelu_backward.default(slope_factor, gate, approximate)
+    if gate_tangent is not None:
+        _, curvature = _ops.gelu_double_backward.default(gate_tangent, grad_output * up, gate,
+                                                         approximate)
+        grad_gate_tangent = _added(grad_gate_tangent, curvature)
+        grad_up_tangent = _ops.gelu_backward.default(grad_output * gate_tangent, gate,
+                                                     approximate)
+    if grad_tangent is not None:
+        grad_up_tangent = _added(grad_up_tangent,
+                                 _ops.geglu.default(gate, grad_tangent, approximate))
+    return grad_gate_tangent, grad_up_tangent
+
+
+def _geglu_backward_jvp(ctx, grad_tangent, gate_tangent, up_tangent, _):
+    return _geglu_backward_tangents(*ctx.saved_tensors, grad_tangent, gate_tangent, up_tangent,
+                                    ctx.approximate)
+
+
+def _geglu_packed_backward_jvp(ctx, grad_tangent, h_tangent, _):
+    grad_output, h = ctx.saved_tensors
+    gate_tangent, up_tangent = (None, None) if h_tangent is None else h_tangent.chunk(2, dim=-1)
+    halves = _geglu_backward_tangents(grad_output, *h.chunk(2, dim=-1), grad_tangent,
+                                      gate_tangent, up_tangent, ctx.approximate)
+    if halves == (None, None):
+        return None
+    zeros = torch.zeros_like(grad_output)
+    return torch.cat([zeros if t is None else t for t in halves], dim=-1)
+
+
+def _backward_function(name, op, second_order, jvp):
+    """A classic autograd.Function for the backward op `op` of a fused op: its backward is
+    `second_order` (ops.py), its jvp `jvp`."""
+    def forward(ctx, *args):
+        *tensors, ctx.approximate = args
+        _save(ctx, *tensors)
+        return _below_autograd(op, *args)
+
+    def backward(ctx, *grads):
+        return (*second_order(*grads, *ctx.saved_tensors, ctx.approximate), None)
+
+    return type(f"_{name}", (torch.autograd.Function,), dict(
+        forward=staticmethod(forward), backward=staticmethod(backward), jvp=staticmethod(jvp)))
+
+
+_BiasGELUBackward = _backward_function("bias_gelu_backward", _ops.bias_gelu_backward.default,
+                                       bias_gelu_second_order, _bias_gelu_backward_jvp)
+_GEGLUBackward = _backward_function("geglu_backward", _ops.geglu_backward.default,
+                                    geglu_second_order, _geglu_backward_jvp)
+_GEGLUPackedBackward = _backward_function("geglu_packed_backward",
+                                          _ops.geglu_packed_backward.default,
+                                          geglu_packed_second_order, _geglu_packed_backward_jvp)
+
+
+def _eager_function(name, op, backward_op, backward_function, jvp):
     """A classic autograd.Function for the fused op `op`, whose gradients come from
-    `backward_op` (grad_output first, then op's tensor inputs)."""
+    `backward_op` (grad_output first, then op's tensor inputs), or from `backward_function`
+    where they need a graph or a tangent."""
     def forward(ctx, *args):
         *tensors, ctx.approximate = args
         _save(ctx, *tensors)
         return _below_autograd(op, *args)
 
     def backward(ctx, grad):
-        grads = _backward_op(name, backward_op, (grad, *ctx.saved_tensors), ctx.approximate)
+        tensors = (grad, *ctx.saved_tensors)
+        if _differentiable(*tensors):
+            grads = backward_function.apply(*tensors, ctx.approximate)
+        else:
+            grads = _below_autograd(backward_op, *tensors, ctx.approximate)
         return (*(grads if isinstance(grads, tuple) else (grads,)), None)
 
     return type(f"_{name}", (torch.autograd.Function,), dict(
         forward=staticmethod(forward), backward=staticmethod(backward), jvp=staticmethod(jvp)))
 
 
-_BiasGELU = _eager_function("bias_gelu", _ops.bias_gelu.default,
-                            _ops.bias_gelu_backward.default, _bias_gelu_jvp)
-_GEGLU = _eager_function("geglu", _ops.geglu.default, _ops.geglu_backward.default, _geglu_jvp)
+_BiasGELU = _eager_function("bias_gelu", _ops.bias_gelu.default, _ops.bias_gelu_backward.default,
+                            _BiasGELUBackward, _bias_gelu_jvp)
+_GEGLU = _eager_function("geglu", _ops.geglu.default, _ops.geglu_backward.default, _GEGLUBackward,
+                         _geglu_jvp)
 _GEGLUPacked = _eager_function("geglu_packed", _ops.geglu_packed.default,
-                               _ops.geglu_packed_backward.default, _geglu_packed_jvp)
+                               _ops.geglu_packed_backward.default, _GEGLUPackedBackward,
+                               _geglu_packed_jvp)
 
 
 def _second_order_under_torch_func(ctx, *grads):

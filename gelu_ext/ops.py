@@ -223,17 +223,32 @@ def _bias_gelu_backward_formula(ctx, grad):
     return grad_input, grad_bias, None
 
 
-def _bias_gelu_backward_backward_formula(ctx, grad_grad_input, grad_grad_bias):
+def exact_bias_sum(input, bias):
+    """input + bias in float64, so that 16-bit and float32 sums are not rounded (as in the
+    kernels)."""
+    return input.double() + bias.double()
+
+
+def sum_to_bias(t):
+    """t summed over all but its last dimension."""
+    return t.sum(dim=tuple(range(t.dim() - 1)))
+
+
+def bias_gelu_second_order(grad_grad_input, grad_grad_bias, grad_output, input, bias,
+                           approximate):
+    """The gradients for grad_output, input and bias of bias_gelu_backward's outputs
+    (grad_input, grad_bias), given theirs."""
     # grad_input = g f'(z) and grad_bias = its sum over rows, z = input + bias: the upstream
     # gradient reaching grad_input is u = grad_grad_input + grad_grad_bias (broadcast).
-    grad_output, input, bias = ctx.saved_tensors
     u = grad_grad_input + grad_grad_bias
-    # z in float64, so that 16-bit and float32 sums are not rounded (as in the kernels).
-    z = input.double() + bias.double()
-    d_grad, d_z = _ops.gelu_double_backward.default(u.double(), grad_output.double(), z,
-                                                    ctx.approximate)
-    d_bias = d_z.sum(dim=tuple(range(d_z.dim() - 1)))
-    return (d_grad.to(grad_output.dtype), d_z.to(input.dtype), d_bias.to(bias.dtype), None)
+    d_grad, d_z = _ops.gelu_double_backward.default(u.double(), grad_output.double(),
+                                                    exact_bias_sum(input, bias), approximate)
+    return (d_grad.to(grad_output.dtype), d_z.to(input.dtype), sum_to_bias(d_z).to(bias.dtype))
+
+
+def _bias_gelu_backward_backward_formula(ctx, grad_grad_input, grad_grad_bias):
+    return (*bias_gelu_second_order(grad_grad_input, grad_grad_bias, *ctx.saved_tensors,
+                                    ctx.approximate), None)
 
 
 def _geglu_backward_formula(ctx, grad):
@@ -242,9 +257,10 @@ def _geglu_backward_formula(ctx, grad):
     return grad_gate, grad_up, None
 
 
-def _geglu_second_order(a, c, grad_output, gate, up, approx):
-    # grad_gate = g u f'(x), grad_up = g f(x); a and c are their upstream gradients. Returns the
-    # gradients for grad_output, gate and up.
+def geglu_second_order(a, c, grad_output, gate, up, approx):
+    """The gradients for grad_output, gate and up of geglu_backward's outputs (grad_gate,
+    grad_up), given theirs (a and c)."""
+    # grad_gate = g u f'(x), grad_up = g f(x).
     d_grad = _ops.gelu_backward.default(a * up, gate, approx) + c * _ops.gelu.default(gate, approx)
     _, d_gate_curvature = _ops.gelu_double_backward.default(a * up, grad_output, gate, approx)
     d_gate = d_gate_curvature + _ops.gelu_backward.default(c * grad_output, gate, approx)
@@ -254,7 +270,7 @@ def _geglu_second_order(a, c, grad_output, gate, up, approx):
 
 def _geglu_backward_backward_formula(ctx, a, c):
     grad_output, gate, up = ctx.saved_tensors
-    return (*_geglu_second_order(a, c, grad_output, gate, up, ctx.approximate), None)
+    return (*geglu_second_order(a, c, grad_output, gate, up, ctx.approximate), None)
 
 
 def _geglu_packed_backward_formula(ctx, grad):
@@ -262,11 +278,14 @@ def _geglu_packed_backward_formula(ctx, grad):
     return _ops.geglu_packed_backward.default(grad, h, ctx.approximate), None
 
 
+def geglu_packed_second_order(grad_grad_h, grad_output, h, approximate):
+    d_grad, d_gate, d_up = geglu_second_order(*grad_grad_h.chunk(2, dim=-1), grad_output,
+                                              *h.chunk(2, dim=-1), approximate)
+    return d_grad, torch.cat([d_gate, d_up], dim=-1)
+
+
 def _geglu_packed_backward_backward_formula(ctx, grad_grad_h):
-    grad_output, h = ctx.saved_tensors
-    d_grad, d_gate, d_up = _geglu_second_order(*grad_grad_h.chunk(2, dim=-1), grad_output,
-                                               *h.chunk(2, dim=-1), ctx.approximate)
-    return d_grad, torch.cat([d_gate, d_up], dim=-1), None
+    return (*geglu_packed_second_order(grad_grad_h, *ctx.saved_tensors, ctx.approximate), None)
 
 
 torch.library.register_autograd("gelu_ext::bias_gelu", _bias_gelu_backward_formula,

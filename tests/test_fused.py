@@ -379,15 +379,11 @@ def test_fused_gradcheck_forward_mode(device, approximate):
         assert gradcheck(fused, inputs, check_forward_ad=True, check_backward_ad=True), name
 
 
-def test_fused_forward_over_reverse_is_refused(device):
-    # Not implemented: an error, where the ops' own autograd would give zero tangents silently.
-    x = randn(3, 4, dtype=torch.float64, device=device).requires_grad_()
-    b = randn(4, dtype=torch.float64, device=device, seed=1)
-    with forward_ad.dual_level():
-        dual = forward_ad.make_dual(x, torch.ones_like(x))
-        y = gelu_ext.bias_gelu(dual, b)
-        with pytest.raises(NotImplementedError, match="forward over reverse"):
-            torch.autograd.grad(y.sum(), x, create_graph=True)
+def test_fused_second_order_in_both_modes(device, approximate):
+    # Reverse over reverse and forward over reverse, against finite differences of the gradient.
+    for name, fused, primals, _, _ in fused_tangents(approximate, device, rows=2, columns=3):
+        inputs = tuple(p.requires_grad_() for p in primals)
+        assert gradgradcheck(fused, inputs, check_fwd_over_rev=True, check_rev_over_rev=True), name
 
 
 # ---------------------------------------------------------------------------------------------
