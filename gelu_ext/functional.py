@@ -173,8 +173,8 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
 # The fused ops. In eager mode, classic autograd.Functions as gelu's, and for their backward ops
 # too where the gradient needs a graph or a tangent: reverse mode to second order (the formulas
 # in ops.py) and forward mode to second order (forward over reverse), with jvps composed from the
-# ops. Under torch.func transforms, autograd.Functions in the setup_context style: first order
-# (vmap(grad(...)) for per-sample gradients, jvp, jacfwd).
+# ops. Under torch.func transforms, autograd.Functions in the setup_context style with the same
+# formulas.
 
 def _added(a, b):
     """a + b, where None stands for zero."""
@@ -274,6 +274,11 @@ def _geglu_packed_backward_jvp(ctx, grad_tangent, h_tangent, _):
     return torch.cat([zeros if t is None else t for t in halves], dim=-1)
 
 
+def _second_order_backward(second_order):
+    """The backward of a backward op's autograd.Function: `second_order` (ops.py)."""
+    return lambda ctx, *grads: (*second_order(*grads, *ctx.saved_tensors, ctx.approximate), None)
+
+
 def _backward_function(name, op, second_order, jvp):
     """A classic autograd.Function for the backward op `op` of a fused op: its backward is
     `second_order` (ops.py), its jvp `jvp`."""
@@ -282,11 +287,9 @@ def _backward_function(name, op, second_order, jvp):
         _save(ctx, *tensors)
         return _below_autograd(op, *args)
 
-    def backward(ctx, *grads):
-        return (*second_order(*grads, *ctx.saved_tensors, ctx.approximate), None)
-
     return type(f"_{name}", (torch.autograd.Function,), dict(
-        forward=staticmethod(forward), backward=staticmethod(backward), jvp=staticmethod(jvp)))
+        forward=staticmethod(forward),
+        backward=staticmethod(_second_order_backward(second_order)), jvp=staticmethod(jvp)))
 
 
 _BiasGELUBackward = _backward_function("bias_gelu_backward", _ops.bias_gelu_backward.default,
@@ -328,29 +331,22 @@ _GEGLUPacked = _eager_function("geglu_packed", _ops.geglu_packed.default,
                                _geglu_packed_jvp)
 
 
-def _second_order_under_torch_func(ctx, *grads):
-    raise NotImplementedError("gelu_ext: second derivatives of bias_gelu and geglu under "
-                              "torch.func transforms are not implemented; torch.autograd.grad "
-                              "with create_graph=True supports them")
-
-
-def _functorch_function(name, forward, backward, jvp=None):
-    methods = dict(generate_vmap_rule=True, forward=staticmethod(forward),
-                   setup_context=staticmethod(_setup_context), backward=staticmethod(backward))
-    if jvp is not None:
-        methods["jvp"] = staticmethod(jvp)
-    return type(name, (torch.autograd.Function,), methods)
+def _functorch_function(name, forward, backward, jvp):
+    return type(name, (torch.autograd.Function,), dict(
+        generate_vmap_rule=True, forward=staticmethod(forward),
+        setup_context=staticmethod(_setup_context), backward=staticmethod(backward),
+        jvp=staticmethod(jvp)))
 
 
 _BiasGELUBackwardFunctorch = _functorch_function(
     "_BiasGELUBackwardFunctorch",
     lambda grad, input, bias, approximate: _ops.bias_gelu_backward.default(
         grad, input, bias, approximate),
-    _second_order_under_torch_func)
+    _second_order_backward(bias_gelu_second_order), _bias_gelu_backward_jvp)
 _GEGLUBackwardFunctorch = _functorch_function(
     "_GEGLUBackwardFunctorch",
     lambda grad, gate, up, approximate: _ops.geglu_backward.default(grad, gate, up, approximate),
-    _second_order_under_torch_func)
+    _second_order_backward(geglu_second_order), _geglu_backward_jvp)
 
 
 def _bias_gelu_functorch_backward(ctx, grad):

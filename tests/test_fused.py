@@ -386,6 +386,24 @@ def test_fused_second_order_in_both_modes(device, approximate):
         assert gradgradcheck(fused, inputs, check_fwd_over_rev=True, check_rev_over_rev=True), name
 
 
+def test_fused_second_order_under_torch_func(device, approximate):
+    # torch.func's Hessians (reverse over reverse, forward over reverse) against autograd's,
+    # which gradgradcheck checks against finite differences (test above).
+    for name, fused, primals, _, _ in fused_tangents(approximate, device, rows=2, columns=3):
+        def scalar(*inputs):
+            return (fused(*inputs) ** 2).sum()
+        arguments = tuple(range(len(primals)))
+        expected = torch.autograd.functional.hessian(scalar, primals)
+        for transform in (torch.func.hessian,
+                          lambda fn, argnums: torch.func.jacrev(torch.func.jacrev(fn, argnums),
+                                                                argnums)):
+            got = transform(scalar, argnums=arguments)(*primals)
+            for i in arguments:
+                for j in arguments:
+                    torch.testing.assert_close(got[i][j], expected[i][j], rtol=1e-12, atol=1e-14,
+                                               msg=f"{name}: d2/d{i}d{j}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Errors, opcheck, compile, vmap, modules
 
