@@ -15,8 +15,8 @@ same ops. Which path a call takes:
   build no graph)            check cost as much as the kernel.
 
 The classic autograd.Functions save their inputs for a jvp only under forward AD, and call the
-ops below autograd: their own node is the graph. A backward that builds a graph (create_graph)
-calls the backward op with its autograd, for the next order.
+ops below autograd: their own node is the graph. A backward that builds a graph (create_graph) or
+carries tangents goes through autograd.Functions for the backward ops too, for the next order.
 """
 
 import torch
