@@ -50,6 +50,13 @@ def _below_autograd(op, *args):
         return op(*args)
 
 
+def _check_tensors(op, **operands):
+    for name, t in operands.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"gelu_ext.{op}: expected '{name}' to be a torch.Tensor, but got "
+                            f"{type(t).__name__}")
+
+
 # Formulas shared by both styles of autograd.Function. ctx.saved_tensors holds (input,) for
 # gelu and (grad_output, input) for gelu_backward.
 
@@ -160,6 +167,7 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     layout; differentiable to second order in reverse and forward mode, vmap-able, and traceable by
     torch.compile without graph breaks.
     """
+    _check_tensors("gelu", input=input)
     check_approximate(approximate)
     if torch.compiler.is_compiling():
         return _ops.gelu.default(input, approximate)
@@ -368,8 +376,19 @@ _GEGLUFunctorch = _functorch_function(
     _geglu_functorch_backward, _geglu_jvp)
 
 
-def _fused(eager, functorch, op, *args):
-    """The path of a fused op's call (module docstring); args end with approximate."""
+def _in_autocast_dtype(first, *others):
+    """Under autocast on first's device, the other operands in first's dtype, as autocast casts
+    nn.Linear's bias to the dtype it computes in: so that BiasGELU after nn.Linear(bias=False),
+    whose output autocast makes bfloat16 or float16, works with its float32 bias, and its
+    gradient flows back to it in float32. Elsewhere the operands must match (the op says so)."""
+    if not torch.is_autocast_enabled(first.device.type):
+        return others
+    return tuple(t.to(first.dtype) if t.is_floating_point() else t for t in others)
+
+
+def _fused(eager, functorch, op, first, *others):
+    """The path of a fused op's call (module docstring); others end with approximate."""
+    args = (first, *_in_autocast_dtype(first, *others[:-1]), others[-1])
     tensors = args[:-1]
     if torch.compiler.is_compiling():
         return op(*args)
@@ -388,6 +407,7 @@ def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none"
     rounded once, to double. The backward returns grad_input and grad_bias (grad_input
     summed over all leading dimensions) from one elementwise pass and one reduction.
     """
+    _check_tensors("bias_gelu", input=input, bias=bias)
     check_approximate(approximate)
     return _fused(_BiasGELU, _BiasGELUFunctorch, _ops.bias_gelu.default, input, bias, approximate)
 
@@ -398,6 +418,7 @@ def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> to
     `gate, up = h.chunk(2, dim=-1)` works without a copy. The backward computes both gradients
     in one pass.
     """
+    _check_tensors("geglu", gate=gate, up=up)
     check_approximate(approximate)
     return _fused(_GEGLU, _GEGLUFunctorch, _ops.geglu.default, gate, up, approximate)
 
@@ -409,6 +430,7 @@ def geglu_packed(h: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     Its backward writes grad_h in one pass, where geglu on h's halves would leave autograd to
     concatenate grad_gate and grad_up in a further copy.
     """
+    _check_tensors("geglu_packed", h=h)
     check_approximate(approximate)
     if (not torch.compiler.is_compiling() and is_functorch_wrapped_tensor(h) and h.dim() >= 1
             and h.shape[-1] % 2 == 0):

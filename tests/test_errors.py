@@ -19,6 +19,18 @@ def test_non_floating_input(device, dtype):
         assert f"but got {dtype}" in str(info.value), str(info.value)
 
 
+def test_non_tensor_operands(device):
+    x = torch.ones(4, device=device)
+    for call, name, kind in [(lambda: gelu_ext.gelu([1.0]), "input", "list"),
+                             (lambda: gelu_ext.bias_gelu(x, None), "bias", "NoneType"),
+                             (lambda: gelu_ext.bias_gelu(1.5, x), "input", "float"),
+                             (lambda: gelu_ext.geglu(x, 3.0), "up", "float"),
+                             (lambda: gelu_ext.geglu_packed((x, x)), "h", "tuple")]:
+        with pytest.raises(TypeError, match=f"expected '{name}' to be a torch.Tensor, but got "
+                                            f"{kind}"):
+            call()
+
+
 @pytest.mark.parametrize("bad", ["exact", "Tanh", "", "gelu", "erf"])
 def test_bad_approximate(device, bad):
     x = torch.ones(3, device=device)

@@ -1,5 +1,6 @@
 """Autocast, no_grad and inference_mode, with and without gelu_ext swapped in."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -47,3 +48,29 @@ def test_inference_mode(device, approximate):
         y_module = gelu_ext.GELU(approximate)(x)
     assert y.is_inference() and not y.requires_grad
     torch.testing.assert_close(y, y_module, rtol=0, atol=0)
+
+
+def test_fused_modules_under_autocast(approximate):
+    # nn.Linear(bias=False) makes bfloat16 under autocast; BiasGELU's float32 bias is cast to it,
+    # as autocast casts nn.Linear's own bias, and its gradient comes back in float32.
+    torch.manual_seed(0)
+    projection, activation = nn.Linear(32, 64, bias=False), gelu_ext.BiasGELU(64, approximate)
+    with torch.no_grad():
+        activation.bias.normal_()
+    x = torch.randn(16, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        hidden = projection(x)
+        y = activation(hidden)
+        packed = gelu_ext.GEGLU(approximate)(projection(x))
+    assert hidden.dtype == y.dtype == packed.dtype == torch.bfloat16
+    b16 = activation.bias.detach().to(torch.bfloat16).requires_grad_()
+    expected = gelu_ext.bias_gelu(hidden.detach(), b16, approximate)
+    torch.testing.assert_close(y, expected, rtol=0, atol=0)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    expected.backward(grad)
+    assert activation.bias.grad.dtype == torch.float32
+    torch.testing.assert_close(activation.bias.grad, b16.grad.float(), rtol=0, atol=0)
+    # Outside autocast, operands of different dtypes are still refused.
+    with pytest.raises(TypeError, match="same dtype"):
+        gelu_ext.bias_gelu(hidden.detach(), activation.bias)
