@@ -91,9 +91,9 @@ GELU_HD float round_to_odd_float(double d) {
 //
 // V is double here and on the GPU; the CPU kernels also instantiate it with SIMD vectors of
 // doubles (cpu/simd_*.h), which provide the same operations: + - * /, fma, fabs, comparisons,
-// select(mask, a, b) and times_pow2(value, shifted), and may override at_least, at_most and
-// times_pow2_normal (below). Every operation is IEEE-rounded, so all lane types give
-// bit-identical results.
+// select(mask, a, b) and times_pow2(value, shifted), and may override at_least, at_most,
+// at_most_each and times_pow2_normal (below). Every operation is IEEE-rounded, so all lane types
+// give bit-identical results.
 
 GELU_HD double select(bool c, double a, double b) { return c ? a : b; }
 // |v| with the sign of x.
@@ -164,6 +164,13 @@ GELU_HD V at_least(V x, double floor) {
 template <class V>
 GELU_HD V at_most(V x, double ceiling) {
   return select(x > V(ceiling), V(ceiling), x);
+}
+
+// x, or ceiling where x > ceiling, lane by lane (NaN x stays NaN; a NaN ceiling leaves x). The
+// SIMD lanes override it with one min instruction.
+template <class V>
+GELU_HD V at_most_each(V x, V ceiling) {
+  return select(x > ceiling, ceiling, x);
 }
 
 // value * 2^k as times_pow2, where the product is known to be a normal double (the SIMD lanes add
@@ -1267,8 +1274,10 @@ struct PassMath<Pass::kDoubleBackward, A, kFloat64> {
 // float64 data keep f: their results are these doubles, not rounded again.
 template <bool kFloat64, class V>
 GELU_HD V below_positive_argument(V f, V x) {
+  // f at most x (1 - 2^-53), the double below x, where x > 0; elsewhere at most 0, which f is
+  // (f(x) <= 0 for x <= 0, of x's sign at zero); NaN stays. Three operations in place of five.
   if constexpr (kFloat64) return f;
-  else return select(f < x, f, select(x > V(0.0), x * V(1.0 - 0x1p-53), f));
+  else return at_most_each(f, at_least(x * V(1.0 - 0x1p-53), 0.0));
 }
 
 // Likewise f'(x) > 1 for x > 1 in every variant (x phi(x) > Q(x); x s' p > 1): where the computed

@@ -52,6 +52,7 @@ GELU_SIMD Vec at_least(Vec x, double floor) {
 GELU_SIMD Vec at_most(Vec x, double ceiling) {
   return Vec(_mm512_min_pd(_mm512_set1_pd(ceiling), x.v));
 }
+GELU_SIMD Vec at_most_each(Vec x, Vec ceiling) { return Vec(_mm512_min_pd(ceiling.v, x.v)); }
 
 // value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see gelu_math.h).
 GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
