@@ -237,7 +237,7 @@ def _geglu_packed_backward_jvp(ctx, grad_tangent, h_tangent, _):
     gate_tangent, up_tangent = (None, None) if h_tangent is None else h_tangent.chunk(2, dim=-1)
     halves = _geglu_backward_tangents(grad_output, *h.chunk(2, dim=-1), grad_tangent,
                                       gate_tangent, up_tangent, ctx.approximate)
-    if halves == (None, None):
+    if all(t is None for t in halves):
         return None
     zeros = torch.zeros_like(grad_output)
     return torch.cat([zeros if t is None else t for t in halves], dim=-1)
