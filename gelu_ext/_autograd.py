@@ -41,6 +41,11 @@ def below_autograd(op, *args):
         return op(*args)
 
 
+def _added(a, b):
+    """a + b, where None stands for zero."""
+    return b if a is None else a if b is None else a + b
+
+
 # Formulas shared by both styles of autograd.Function. ctx.saved_tensors holds (input,) for
 # gelu and (grad_output, input) for gelu_backward.
 
@@ -70,7 +75,7 @@ def _gelu_backward_jvp(ctx, grad_output_tangent, input_tangent, _):
     if input_tangent is not None:
         _, term = _ops.gelu_double_backward.default(
             input_tangent, grad_output, input, ctx.approximate)
-        result = term if result is None else result + term
+        result = _added(result, term)
     return result
 
 
@@ -145,11 +150,6 @@ def _apply_backward(grad_output, input, approximate):
 # ops. Under torch.func transforms, autograd.Functions in the setup_context style with the same
 # formulas.
 
-def _added(a, b):
-    """a + b, where None stands for zero."""
-    return b if a is None else a if b is None else a + b
-
-
 def _sum_tangent(input, input_tangent, bias_tangent):
     """The tangent of input + bias (bias broadcast), or None for zero."""
     return _added(input_tangent, None if bias_tangent is None else bias_tangent.expand_as(input))
@@ -171,8 +171,7 @@ def _geglu_tangent(gate, up, gate_tangent, up_tangent, approximate):
     if gate_tangent is not None:
         tangent = _ops.geglu_backward.default(gate_tangent, gate, up, approximate)[0]
     if up_tangent is not None:
-        term = _ops.geglu.default(gate, up_tangent, approximate)
-        tangent = term if tangent is None else tangent + term
+        tangent = _added(tangent, _ops.geglu.default(gate, up_tangent, approximate))
     return tangent
 
 
@@ -243,6 +242,15 @@ def _geglu_packed_backward_jvp(ctx, grad_tangent, h_tangent, _):
     return torch.cat([zeros if t is None else t for t in halves], dim=-1)
 
 
+def _classic_forward(op):
+    """forward(ctx, *tensors, approximate) of a classic autograd.Function calling op."""
+    def forward(ctx, *args):
+        *tensors, ctx.approximate = args
+        _save(ctx, *tensors)
+        return below_autograd(op, *args)
+    return forward
+
+
 def _second_order_backward(second_order):
     """The backward of a backward op's autograd.Function: `second_order` (ops.py)."""
     return lambda ctx, *grads: (*second_order(*grads, *ctx.saved_tensors, ctx.approximate), None)
@@ -251,13 +259,8 @@ def _second_order_backward(second_order):
 def _backward_function(name, op, second_order, jvp):
     """A classic autograd.Function for the backward op `op` of a fused op: its backward is
     `second_order` (ops.py), its jvp `jvp`."""
-    def forward(ctx, *args):
-        *tensors, ctx.approximate = args
-        _save(ctx, *tensors)
-        return below_autograd(op, *args)
-
     return type(f"_{name}", (torch.autograd.Function,), dict(
-        forward=staticmethod(forward),
+        forward=staticmethod(_classic_forward(op)),
         backward=staticmethod(_second_order_backward(second_order)), jvp=staticmethod(jvp)))
 
 
@@ -274,11 +277,6 @@ def _eager_function(name, op, backward_op, backward_function, jvp):
     """A classic autograd.Function for the fused op `op`, whose gradients come from
     `backward_op` (grad_output first, then op's tensor inputs), or from `backward_function`
     where they need a graph or a tangent."""
-    def forward(ctx, *args):
-        *tensors, ctx.approximate = args
-        _save(ctx, *tensors)
-        return below_autograd(op, *args)
-
     def backward(ctx, grad):
         tensors = (grad, *ctx.saved_tensors)
         if differentiable(*tensors):
@@ -288,16 +286,18 @@ def _eager_function(name, op, backward_op, backward_function, jvp):
         return (*(grads if isinstance(grads, tuple) else (grads,)), None)
 
     return type(f"_{name}", (torch.autograd.Function,), dict(
-        forward=staticmethod(forward), backward=staticmethod(backward), jvp=staticmethod(jvp)))
+        forward=staticmethod(_classic_forward(op)), backward=staticmethod(backward),
+        jvp=staticmethod(jvp)))
 
 
-BiasGELUFunction = _eager_function("bias_gelu", _ops.bias_gelu.default, _ops.bias_gelu_backward.default,
-                            _BiasGELUBackward, _bias_gelu_jvp)
-GEGLUFunction = _eager_function("geglu", _ops.geglu.default, _ops.geglu_backward.default, _GEGLUBackward,
-                         _geglu_jvp)
+BiasGELUFunction = _eager_function("bias_gelu", _ops.bias_gelu.default,
+                                   _ops.bias_gelu_backward.default, _BiasGELUBackward,
+                                   _bias_gelu_jvp)
+GEGLUFunction = _eager_function("geglu", _ops.geglu.default, _ops.geglu_backward.default,
+                                _GEGLUBackward, _geglu_jvp)
 GEGLUPackedFunction = _eager_function("geglu_packed", _ops.geglu_packed.default,
-                               _ops.geglu_packed_backward.default, _GEGLUPackedBackward,
-                               _geglu_packed_jvp)
+                                      _ops.geglu_packed_backward.default, _GEGLUPackedBackward,
+                                      _geglu_packed_jvp)
 
 
 def _functorch_function(name, forward, backward, jvp):
@@ -318,20 +318,16 @@ _GEGLUBackwardFunctorch = _functorch_function(
     _second_order_backward(geglu_second_order), _geglu_backward_jvp)
 
 
-def _bias_gelu_functorch_backward(ctx, grad):
-    input, bias = ctx.saved_tensors
-    return (*_BiasGELUBackwardFunctorch.apply(grad, input, bias, ctx.approximate), None)
-
-
-def _geglu_functorch_backward(ctx, grad):
-    gate, up = ctx.saved_tensors
-    return (*_GEGLUBackwardFunctorch.apply(grad, gate, up, ctx.approximate), None)
+def _backward_through(function):
+    """A fused op's backward: its backward op's autograd.Function on (grad, *saved)."""
+    return lambda ctx, grad: (*function.apply(grad, *ctx.saved_tensors, ctx.approximate), None)
 
 
 BiasGELUFunctorchFunction = _functorch_function(
     "BiasGELUFunctorchFunction",
     lambda input, bias, approximate: _ops.bias_gelu.default(input, bias, approximate),
-    _bias_gelu_functorch_backward, _bias_gelu_jvp)
+    _backward_through(_BiasGELUBackwardFunctorch), _bias_gelu_jvp)
 GEGLUFunctorchFunction = _functorch_function(
-    "GEGLUFunctorchFunction", lambda gate, up, approximate: _ops.geglu.default(gate, up, approximate),
-    _geglu_functorch_backward, _geglu_jvp)
+    "GEGLUFunctorchFunction",
+    lambda gate, up, approximate: _ops.geglu.default(gate, up, approximate),
+    _backward_through(_GEGLUBackwardFunctorch), _geglu_jvp)

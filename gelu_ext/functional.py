@@ -86,7 +86,8 @@ def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none"
     """
     _check_tensors("bias_gelu", input=input, bias=bias)
     check_approximate(approximate)
-    return _fused(BiasGELUFunction, BiasGELUFunctorchFunction, _ops.bias_gelu.default, input, bias, approximate)
+    return _fused(BiasGELUFunction, BiasGELUFunctorchFunction, _ops.bias_gelu.default, input,
+                  bias, approximate)
 
 
 def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> torch.Tensor:
