@@ -58,7 +58,9 @@ def _in_autocast_dtype(first, *others):
     nn.Linear's bias to the dtype it computes in: so that BiasGELU after nn.Linear(bias=False),
     whose output autocast makes bfloat16 or float16, works with its float32 bias, and its
     gradient flows back to it in float32. Elsewhere the operands must match (the op says so)."""
-    if not torch.is_autocast_enabled(first.device.type):
+    device_type = first.device.type  # "meta" has no autocast state: asking about it raises
+    if not (torch.amp.is_autocast_available(device_type)
+            and torch.is_autocast_enabled(device_type)):
         return others
     return tuple(t.to(first.dtype) if t.is_floating_point() else t for t in others)
 

@@ -74,3 +74,22 @@ def test_fused_modules_under_autocast(approximate):
     # Outside autocast, operands of different dtypes are still refused.
     with pytest.raises(TypeError, match="same dtype"):
         gelu_ext.bias_gelu(hidden.detach(), activation.bias)
+
+
+def test_meta_tensors(approximate):
+    # Models built on the meta device (deferred initialization) run a forward and backward for
+    # shapes alone: every function and module must accept meta tensors and give the shapes and
+    # dtypes that real ones get.
+    x = torch.empty(4, 6, device="meta", dtype=torch.bfloat16, requires_grad=True)
+    bias = torch.empty(6, device="meta", dtype=torch.bfloat16, requires_grad=True)
+    outputs = [gelu_ext.gelu(x, approximate), gelu_ext.bias_gelu(x, bias, approximate),
+               gelu_ext.geglu(x, x, approximate), gelu_ext.geglu_packed(x, approximate),
+               gelu_ext.GELU(approximate)(x), gelu_ext.GEGLU(approximate)(x),
+               gelu_ext.BiasGELU(6, approximate, device="meta", dtype=torch.bfloat16)(x)]
+    assert [tuple(y.shape) for y in outputs] == [(4, 6)] * 3 + [(4, 3)] + [(4, 6), (4, 3), (4, 6)]
+    for i, y in enumerate(outputs):
+        assert y.device.type == "meta" and y.dtype == torch.bfloat16
+        grad_x, grad_bias = torch.autograd.grad(y.sum(), (x, bias), allow_unused=True)
+        assert grad_x.shape == x.shape and grad_x.device.type == "meta"
+        if i == 1:
+            assert grad_bias.shape == bias.shape and grad_bias.device.type == "meta"
