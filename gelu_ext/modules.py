@@ -1,4 +1,10 @@
-"""nn.Module wrappers."""
+"""nn.Module wrappers.
+
+Each also compiles with torch.jit.script (deprecated by PyTorch, but still in use), so that a
+scripted model keeps working after replace_gelu: TorchScript cannot compile the Python layer of
+functional.py, and calls the registered op instead, which is differentiable through the autograd
+registered with it (ops.py).
+"""
 
 import torch
 from torch import Tensor, nn
@@ -19,6 +25,8 @@ class GELU(nn.Module):
         self.approximate = approximate
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():  # TorchScript compiles only this branch (module docstring)
+            return torch.ops.gelu_ext.gelu(input, self.approximate)
         return gelu(input, self.approximate)
 
     def extra_repr(self) -> str:
@@ -39,6 +47,8 @@ class GEGLU(nn.Module):
         self.approximate = approximate
 
     def forward(self, h: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.ops.gelu_ext.geglu_packed(h, self.approximate)
         if h.shape[-1] % 2:
             raise ValueError(f"GEGLU: the last dimension of h must be even, got {h.shape[-1]}")
         return geglu_packed(h, self.approximate)
@@ -58,6 +68,8 @@ class BiasGELU(nn.Module):
         self.bias = nn.Parameter(torch.zeros(features, device=device, dtype=dtype))
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.ops.gelu_ext.bias_gelu(input, self.bias, self.approximate)
         return bias_gelu(input, self.bias, self.approximate)
 
     def extra_repr(self) -> str:

@@ -94,3 +94,27 @@ def test_export(strict):
     assert {"gelu_ext.bias_gelu.default", "gelu_ext.geglu_packed.default",
             "gelu_ext.gelu.default"} <= targets, targets
     torch.testing.assert_close(program.module()(x), block(x), rtol=0, atol=0)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # torch.jit is deprecated in torch >= 2.10
+def test_torchscript(tmp_path, approximate):
+    # A scripted model keeps working after replace_gelu: the modules compile with torch.jit.script,
+    # compute what they compute in eager mode, differentiate twice, and survive save and load.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16, bias=False), gelu_ext.BiasGELU(16, approximate),
+                          gelu_ext.GELU(approximate), gelu_ext.GEGLU(approximate))
+    with torch.no_grad():
+        model[1].bias.normal_()
+    scripted = torch.jit.script(model)
+    torch.jit.save(scripted, tmp_path / "model.pt")
+    loaded = torch.jit.load(tmp_path / "model.pt")
+    x = torch.randn(4, 8, dtype=torch.float64, requires_grad=True)
+    model, scripted, loaded = model.double(), scripted.double(), loaded.double()
+    (expected,) = torch.autograd.grad(model(x).sum(), x, create_graph=True)
+    expected_second = torch.autograd.grad(expected.sum(), x)
+    for m in (scripted, loaded):
+        torch.testing.assert_close(m(x), model(x), rtol=0, atol=0)
+        (got,) = torch.autograd.grad(m(x).sum(), x, create_graph=True)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        torch.testing.assert_close(torch.autograd.grad(got.sum(), x), expected_second,
+                                   rtol=0, atol=0)
