@@ -101,6 +101,7 @@ GELU_HD double with_sign_of(double v, double x) { return copysign(v, x); }
 
 constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds
 constexpr double kLog2e = 1.4426950408889634074;
+constexpr double kLn2 = 0.69314718055994528623;  // rounded to double
 
 // value * 2^k, where shifted = k + 1.5 * 2^52 holds the integer k in [-1022, 0] in the low bits
 // of its significand (see exp_nonpositive).
@@ -207,24 +208,27 @@ GELU_COEFFICIENTS(kExpPolyInW, exp_poly_in_w(0), exp_poly_in_w(1), exp_poly_in_w
 // Shifting by this in place of kRoundToInteger puts k + 2048 in shifted, whose low 12 bits then
 // also carry the sign bit into times_pow2 and times_pow2_normal: they return -value 2^k.
 constexpr double kRoundToIntegerNegating = kRoundToInteger + 2048.0;
+// Two of negated_gaussian's constants, read from constant memory on the GPU, where as immediates
+// each would cost two moves per use (kRoundToIntegerNegating, unlike kRoundToInteger, has low
+// bits); with the third there too, one rarely used kernel spills.
+GELU_COEFFICIENTS(kGaussianReduction, kRoundToIntegerNegating, 2.0 * kLn2)
 
 // -exp(-t^2/2) for t <= kSaturationExact: the same bits as -exp_nonpositive(-t^2/2), two
 // instructions shorter. w = t^2 + 2 k ln2 = -2r (r as in exp_nonpositive, exactly: the scaling
 // commutes with rounding), so that -t^2/2 is never formed, and the sign comes with the power of 2.
 template <class V>
 GELU_HD V negated_gaussian(V t) {
-  constexpr double kLn2 = 0.69314718055994528623;  // rounded to double, as in exp_nonpositive
+  const auto& c = GELU_TABLE(kGaussianReduction);
   const V square = t * t;
-  const V shifted = fma(square, V(-0.5 * kLog2e), V(kRoundToIntegerNegating));
-  const V k = shifted - V(kRoundToIntegerNegating);
-  const V w = fma(k, V(2.0 * kLn2), square);
+  const V shifted = fma(square, V(-0.5 * kLog2e), V(c[0]));
+  const V k = shifted - V(c[0]);
+  const V w = fma(k, V(c[1]), square);
   const V p = horner(w, GELU_TABLE(kExpPolyInW));
   return times_pow2_normal(fma(w * w, p, fma(w, V(-0.5), V(1.0))), shifted);
 }
 
 template <class V>
 GELU_HD V exp_nonpositive(V a, V shifted) {
-  constexpr double kLn2 = 0.69314718055994528623;  // rounded to double
   const V k = shifted - V(kRoundToInteger);
   const V r = fma(k, V(-kLn2), a);
   const V r2 = r * r;
@@ -595,15 +599,23 @@ GELU_HD DD<V> tail_factor_f64(V t) {
   V c[16];
   table_row_entries(table.row, table.column, table_row(n), c);
   const V d = t - c[0];
-  // The terms from d^3 up (below 2^-6 of F) by Estrin's scheme: 15 operations in place of
-  // Horner's 12, but a dependency chain of 6 in place of 12, which this long computation (one
-  // vector of it fills much of an out-of-order window) was waiting on: float64 5-10% faster.
+#if defined(__CUDA_ARCH__) || defined(GELU_TAIL_F64_BY_HORNER)
+  // The terms from d^3 up (below 2^-6 of F) by Horner's rule on the GPU, whose other warps hide
+  // its dependency chain: Estrin's scheme (below) keeps every coefficient live at once, and the
+  // GPU kernels then spill (float64 backward: 8 bytes per element to local memory).
+  V p = c[15];
+  for (int i = 14; i >= 3; --i) p = fma(p, d, c[i]);
+#else
+  // The terms from d^3 up by Estrin's scheme on the CPU: 15 operations in place of Horner's 12,
+  // but a dependency chain of 6 in place of 12, which this long computation (one vector of it
+  // fills much of an out-of-order window) was waiting on: float64 5-10% faster.
   const V d2 = d * d, d4 = d2 * d2, d8 = d4 * d4;
   V q[6];
   for (int i = 0; i < 6; ++i) q[i] = fma(c[4 + 2 * i], d, c[3 + 2 * i]);
   const V r0 = fma(q[1], d2, q[0]), r1 = fma(q[3], d2, q[2]), r2 = fma(q[5], d2, q[4]);
   const V s0 = fma(r1, d4, r0), s1 = fma(c[15], d4, r2);
   const V p = fma(s1, d8, s0);
+#endif
   return fast_two_sum(c[1], fma(p, d, c[2]));
 }
 

@@ -53,8 +53,9 @@ def emulated(tmp_path_factory):
     source.write_text(host_copy_of_cuda_source())
     library = build / "emulated.so"
     # -I csrc/cuda: the copy's relative includes ("../gelu_math.h") resolve from there.
+    # GELU_TAIL_F64_BY_HORNER: the float64 tail factor as the GPU evaluates it (gelu_math.h).
     command = [CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-mf16c", "-ffp-contract=off",
-               "-fno-math-errno", "-Wno-unknown-pragmas",
+               "-fno-math-errno", "-Wno-unknown-pragmas", "-DGELU_TAIL_F64_BY_HORNER",
                "-I", str(ROOT / "tests" / "cuda_emulation" / "include"),
                "-I", str(ROOT / "csrc" / "cuda"), f'-DGELU_CUDA_SOURCE="{source}"',
                str(ROOT / "tests" / "cuda_emulation" / "driver.cpp"), "-o", str(library)]
