@@ -96,7 +96,7 @@ def test_export(strict):
     torch.testing.assert_close(program.module()(x), block(x), rtol=0, atol=0)
 
 
-@pytest.mark.filterwarnings("ignore::FutureWarning")  # torch.jit is deprecated in torch >= 2.10
+@pytest.mark.filterwarnings("ignore:`torch.jit")  # deprecated in recent torch (Future/Deprecation)
 def test_torchscript(tmp_path, approximate):
     # A scripted model keeps working after replace_gelu: the modules compile with torch.jit.script,
     # compute what they compute in eager mode, differentiate twice, and survive save and load.
