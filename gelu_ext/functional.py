@@ -2,6 +2,7 @@
 
 Which path a call takes:
 
+  nested tensors (jagged)    the same call on their packed values, rewrapped (_on_jagged_values);
   under torch.compile        the op itself: Dynamo cannot trace an autograd.Function with a jvp,
                              and AOTAutograd differentiates the op through its registered autograd;
   torch.func transforms      autograd.Functions in the setup_context style that torch.func needs
@@ -30,6 +31,28 @@ def _check_tensors(op, **operands):
                             f"{type(t).__name__}")
 
 
+def _on_jagged_values(op, compute, nested, *others, last_dim_regular=False):
+    """compute(values, *other values) for nested tensors of the jagged layout, as F.gelu accepts
+    them: the ops run on the packed values (every sequence's rows, one after another), and the
+    result takes the first operand's offsets. The fused ops read the last dimension as columns,
+    so there it must not be the ragged one. Nested tensors among `others` must share the first
+    one's offsets."""
+    for t in (nested, *others):
+        if t.is_nested and t.layout != torch.jagged:
+            raise TypeError(f"gelu_ext.{op}: nested tensors must have layout=torch.jagged, but "
+                            f"got {t.layout}")
+    ragged = nested._ragged_idx
+    if last_dim_regular and ragged == nested.dim() - 1:
+        raise ValueError(f"gelu_ext.{op}: the last dimension of a nested tensor must not be its "
+                         f"ragged one")
+    if any(t.is_nested and t.offsets() is not nested.offsets() for t in others):
+        raise ValueError(f"gelu_ext.{op}: nested operands must share their offsets (be views of "
+                         f"one nested tensor, as h.chunk(2, -1) gives)")
+    values = compute(nested.values(), *(t.values() if t.is_nested else t for t in others))
+    return torch.nested.nested_tensor_from_jagged(values, nested.offsets(), nested.lengths(),
+                                                  jagged_dim=ragged)
+
+
 def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     r"""GELU of `input`, elementwise, like :func:`torch.nn.functional.gelu` but accurate.
 
@@ -44,6 +67,8 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """
     _check_tensors("gelu", input=input)
     check_approximate(approximate)
+    if input.is_nested:
+        return _on_jagged_values("gelu", lambda v: gelu(v, approximate), input)
     if torch.compiler.is_compiling():
         return _ops.gelu.default(input, approximate)
     if is_functorch_wrapped_tensor(input):
@@ -88,6 +113,9 @@ def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none"
     """
     _check_tensors("bias_gelu", input=input, bias=bias)
     check_approximate(approximate)
+    if input.is_nested:
+        return _on_jagged_values("bias_gelu", lambda v, b: bias_gelu(v, b, approximate), input,
+                                 bias, last_dim_regular=True)
     return _fused(BiasGELUFunction, BiasGELUFunctorchFunction, _ops.bias_gelu.default, input,
                   bias, approximate)
 
@@ -100,6 +128,12 @@ def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> to
     """
     _check_tensors("geglu", gate=gate, up=up)
     check_approximate(approximate)
+    if gate.is_nested or up.is_nested:
+        if not (gate.is_nested and up.is_nested):
+            raise TypeError("gelu_ext.geglu: 'gate' and 'up' must both be nested tensors or "
+                            "neither")
+        return _on_jagged_values("geglu", lambda g, u: geglu(g, u, approximate), gate, up,
+                                 last_dim_regular=True)
     return _fused(GEGLUFunction, GEGLUFunctorchFunction, _ops.geglu.default, gate, up, approximate)
 
 
@@ -112,6 +146,9 @@ def geglu_packed(h: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """
     _check_tensors("geglu_packed", h=h)
     check_approximate(approximate)
+    if h.is_nested:
+        return _on_jagged_values("geglu_packed", lambda v: geglu_packed(v, approximate), h,
+                                 last_dim_regular=True)
     if (not torch.compiler.is_compiling() and is_functorch_wrapped_tensor(h) and h.dim() >= 1
             and h.shape[-1] % 2 == 0):
         return GEGLUFunctorchFunction.apply(*h.chunk(2, dim=-1), approximate)

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from conftest import FLOAT_DTYPES
 
 import gelu_ext
+from gelu_ext import reference
 
 ops = torch.ops.gelu_ext
 
@@ -96,3 +97,58 @@ def test_results_do_not_depend_on_neighbours(device, approximate, dtype):
         assert torch.equal(y[i:i + 1], alone) or (y[i].isnan() and alone.isnan().all()), i
         alone = ops.gelu_backward(grad[i:i + 1], x[i:i + 1], approximate)
         assert torch.equal(dx[i:i + 1], alone) or (dx[i].isnan() and alone.isnan().all()), i
+
+
+def jagged(device, dtype, lengths=(2, 5, 1), features=(6,), seed=0):
+    g = torch.Generator().manual_seed(seed)
+    rows = [(torch.randn(n, *features, generator=g) * 3).to(dtype).to(device) for n in lengths]
+    return torch.nested.nested_tensor(rows, layout=torch.jagged, requires_grad=True)
+
+
+def test_jagged_nested_tensors(device, approximate):
+    # Nested tensors of the jagged layout, as F.gelu takes them: the result keeps the sequence
+    # structure, and values and gradients are those of the float64 reference at the packed values.
+    x, bias = jagged(device, torch.float64), torch.randn(6, dtype=torch.float64, device=device)
+    bias.requires_grad_()
+    packed = x.values().detach()
+    f, df, _ = reference.torch_reference(packed, approximate)
+    fb, dfb, _ = reference.torch_reference(packed + bias.detach(), approximate)
+    gate, up = packed.chunk(2, -1)
+    fg, dfg, _ = reference.torch_reference(gate, approximate)
+    cases = [(gelu_ext.gelu(x, approximate), f, df),
+             (gelu_ext.bias_gelu(x, bias, approximate), fb, dfb),
+             (gelu_ext.geglu(*x.chunk(2, -1), approximate), fg * up, None),
+             (gelu_ext.geglu_packed(x, approximate), fg * up, None),
+             (gelu_ext.GELU(approximate)(x), f, df)]
+    for i, (y, expected, derivative) in enumerate(cases):
+        assert y.is_nested and y.layout == torch.jagged and y.offsets() is x.offsets()
+        torch.testing.assert_close(y.values(), expected, rtol=1e-14, atol=1e-300)
+        if derivative is not None:
+            grads = torch.autograd.grad(y.values().sum(), (x, bias), allow_unused=True)
+            torch.testing.assert_close(grads[0].values(), derivative, rtol=1e-13, atol=1e-300)
+            if i == 1:
+                torch.testing.assert_close(grads[1], dfb.sum(0), rtol=1e-13, atol=1e-300)
+
+
+def test_jagged_nested_tensor_errors(device):
+    ragged_last = jagged(device, torch.float32, features=())  # (3, j): the ragged dimension last
+    torch.testing.assert_close(gelu_ext.gelu(ragged_last).values(),
+                               gelu_ext.gelu(ragged_last.values()), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="must not be its ragged one"):
+        gelu_ext.bias_gelu(ragged_last, torch.zeros(1, device=device))
+    x = jagged(device, torch.float32)
+    with pytest.raises(ValueError, match="share their offsets"):
+        gelu_ext.geglu(x, jagged(device, torch.float32, seed=1))
+    with pytest.raises(TypeError, match="both be nested tensors or neither"):
+        gelu_ext.geglu(x, torch.zeros(3, 6, device=device))
+    strided = torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)]).to(device)
+    with pytest.raises(TypeError, match="layout=torch.jagged"):
+        gelu_ext.gelu(strided)
+
+
+def test_jagged_nested_tensor_under_compile():
+    x = jagged("cpu", torch.float32).detach()
+    compiled = torch.compile(lambda t: gelu_ext.gelu(t, "tanh"), fullgraph=True)
+    torch.testing.assert_close(compiled(x).values(), gelu_ext.gelu(x.values(), "tanh"),
+                               rtol=0, atol=0)
+    torch._dynamo.reset()
