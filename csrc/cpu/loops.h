@@ -125,9 +125,8 @@ struct Kernel {
 
   // Elements whose narrow result failed its rounding test (or that lie outside the single
   // path's domain), queued and redone by the double (or double-double) path L::kWidth at a time
-  // once the queue fills. The narrow path queues without a branch (the lanes write the indices
-  // of a vector's failed lanes with one permute or compress): a branch on its rare but random
-  // failures would be mispredicted often, and each misprediction throws away the work in flight.
+  // once the queue fills. The lanes write the indices of a vector's failed lanes with one
+  // permute or compress.
   struct Redo {
     static constexpr int kCapacity = 256;
     // append_lanes may write past the count it adds: up to 16 entries (the widest lanes).
@@ -187,11 +186,11 @@ struct Kernel {
       if constexpr (kSingle) failed |= N::unsure(tag, out[k].error, typename N::F(0.0f));
       else failed |= N::unsure(tag, out[k].value - out[k].error, high);
     }
-    // The single path fails only outside its core domain: rarely, and in runs, which a branch
-    // predicts well (and spares the queue its work on every vector). The narrow path's rounding
-    // test fails at random.
-    if constexpr (kSingle)
-      if (failed == 0) return;
+    // Vectors with a failed lane are rare (on normal data from 1 in 180-280 for geglu to 1 in
+    // 10-20 for the bias passes and float16 backward), so a branch around the queue costs a
+    // misprediction on those, less than queueing on every vector: the 16-bit kernels 0-20%
+    // faster on AVX2 (bfloat16 bias backward the most).
+    if (__builtin_expect(failed == 0, 1)) return;
     redo.add(p, i, failed);
   }
 
