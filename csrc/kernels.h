@@ -55,6 +55,10 @@ void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t
                         int64_t column_step, double* hi, double* lo);
 // The instruction set of the kernels run_loop uses on this CPU: "avx512", "avx2" or "portable".
 const char* isa();
+// Asks Linux to back the 2 MB pages wholly inside [data, data + bytes), a new and untouched
+// output, with transparent huge pages when first written. Advice only: elsewhere, or where the
+// system declines, nothing changes. GELU_EXT_HUGE_PAGES=0 turns it off.
+void advise_huge_pages(const void* data, int64_t bytes);
 }  // namespace cpu
 
 }  // namespace gelu_ext

@@ -213,8 +213,18 @@ namespace {
 // faster than with 32768, which ran them on one thread).
 constexpr int64_t kCpuGrainSize = 4096;
 
+// The iterator's outputs, allocated for this call and not yet written (see
+// cpu::advise_huge_pages).
+void advise_huge_pages(const at::TensorIteratorBase& iter) {
+  for (int k = 0; k < iter.noutputs(); ++k) {
+    const c10::Storage& storage = iter.output_base(k).storage();
+    cpu::advise_huge_pages(storage.data(), static_cast<int64_t>(storage.nbytes()));
+  }
+}
+
 void run_cpu(at::TensorIteratorBase& iter, Pass pass, Approximate approximate) {
   const DType dtype = kernel_dtype(iter);
+  advise_huge_pages(iter);
   iter.for_each(
       [&](char** data, const int64_t* strides, int64_t size0, int64_t size1) {
         cpu::run_loop(pass, approximate, dtype, data, strides, size0, size1);
@@ -275,6 +285,7 @@ std::tuple<at::Tensor, at::Tensor> bias_gelu_backward_cpu(const at::Tensor& grad
   const int threads = at::get_num_threads();
   at::Tensor sums = at::zeros({threads, 2, columns}, bias.options().dtype(at::kDouble));
   double* sums_data = sums.data_ptr<double>();
+  advise_huge_pages(iter);
   iter.for_each(
       [&](char** data, const int64_t* strides, int64_t size0, int64_t size1) {
         const int thread = at::get_thread_num();
