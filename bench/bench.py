@@ -21,12 +21,17 @@ in the same run, and the speed-up of gelu_ext over each baseline.
 - Memory (CPU): by default glibc returns large freed blocks to the system, so each call's
   fresh outputs are page-faulted in as they are written, which at 32 MB takes longer than the
   GELU itself on some machines. That is what a training step pays, and what the default run
-  measures. --steady restarts the run with glibc keeping freed memory (MALLOC_MMAP_THRESHOLD_ and
+  measures. gelu_ext's CPU ops ask Linux for transparent huge pages for their own outputs
+  (2 MB pages fault 512 times less often; GELU_EXT_HUGE_PAGES=0 turns that off), which the
+  baselines' outputs do not get by default. --huge-pages restarts the run with PyTorch asking for
+  them on every allocation (THP_MEM_ALLOC_ENABLE=1), which puts the baselines on the same footing.
+  --steady restarts it with glibc keeping freed memory (MALLOC_MMAP_THRESHOLD_ and
   MALLOC_TRIM_THRESHOLD_ raised), so that outputs reuse mapped pages: the kernels' own speed.
 
     python bench/bench.py --quick                 # a short run
     python bench/bench.py --device cpu --dtypes float32 bfloat16 --sizes 22 24
     python bench/bench.py --device cpu --steady   # without page faults of fresh outputs
+    python bench/bench.py --device cpu --huge-pages   # every output in 2 MB pages
 Writes bench/results/bench_<device>.{md,csv,png}.
 """
 
@@ -52,12 +57,30 @@ VARIANTS = ["none", "tanh", "sigmoid"]
 PASSES = ["forward", "backward", "forward+backward"]
 TRANSFORMER_SHAPES = [(8192, 3072)]
 FUSED_SHAPES = [(4096, 2048), (4096, 4096)]
-# glibc reads these at start-up: freed blocks up to 4 GB stay mapped in the process (--steady).
-STEADY_ENV = {"MALLOC_MMAP_THRESHOLD_": "4000000000", "MALLOC_TRIM_THRESHOLD_": "4000000000"}
+# Settings read at start-up, by glibc (--steady: freed blocks up to 4 GB stay mapped in the
+# process) and by PyTorch's CPU allocator (--huge-pages), with how the report describes them.
+MEMORY_MODES = {
+    "steady": ({"MALLOC_MMAP_THRESHOLD_": "4000000000", "MALLOC_TRIM_THRESHOLD_": "4000000000"},
+               "freed memory kept (--steady): outputs are not page-faulted in"),
+    "huge_pages": ({"THP_MEM_ALLOC_ENABLE": "1"},
+                   "every PyTorch allocation asks for transparent huge pages (--huge-pages)"),
+}
 
 
-def steady_memory():
-    return all(os.environ.get(k) == v for k, v in STEADY_ENV.items())
+def memory_mode():
+    """The mode of MEMORY_MODES this process runs in, or None for the defaults."""
+    for mode, (env, _) in MEMORY_MODES.items():
+        if all(os.environ.get(k) == v for k, v in env.items()):
+            return mode
+    return None
+
+
+def describe_memory():
+    mode = memory_mode()
+    if mode is not None:
+        return MEMORY_MODES[mode][1]
+    return ("glibc defaults: large fresh outputs are page-faulted in as they are written "
+            "(gelu_ext's in 2 MB pages where Linux grants them)")
 
 
 def gelu_eager(variant):
@@ -261,9 +284,7 @@ def write_outputs(rows, copy_bw, args):
              f"- torch {torch.__version__}, gelu_ext {gelu_ext.__version__}",
              f"- command: `python bench/bench.py {' '.join(sys.argv[1:])}`",
              f"- copy bandwidth (read + write): {copy_bw / 1e9:.1f} GB/s",
-             "- memory: " + ("freed memory kept (--steady): outputs are not page-faulted in"
-                             if steady_memory() else "glibc defaults: large fresh outputs are "
-                             "page-faulted in as they are written"), "",
+             "- memory: " + describe_memory(), "",
              "Times are medians in ms; speed-up = baseline time / gelu_ext time; bandwidth counts "
              "the fewest bytes each pass must move.", "",
              "| op | pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | "
@@ -336,12 +357,18 @@ def main():
     parser.add_argument("--steady", action="store_true",
                         help="CPU: rerun with glibc keeping freed memory, so that fresh outputs "
                              "are not page-faulted in (see Memory above)")
+    parser.add_argument("--huge-pages", action="store_true",
+                        help="CPU: rerun with PyTorch asking for huge pages on every allocation, "
+                             "as gelu_ext does for its outputs (see Memory above)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
-    if args.steady and not steady_memory():
+    if args.steady and args.huge_pages:
+        parser.error("--steady and --huge-pages are two different memory settings: choose one")
+    wanted = "steady" if args.steady else "huge_pages" if args.huge_pages else None
+    if wanted is not None and memory_mode() != wanted:
         # The settings take effect only at start-up: run this script again with them.
         os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
-                  {**os.environ, **STEADY_ENV})
+                  {**os.environ, **MEMORY_MODES[wanted][0]})
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.sizes is None:
@@ -352,8 +379,8 @@ def main():
         args.budget = 0.1 if args.quick else 0.6
     if args.rotate_mb is None:
         args.rotate_mb = 1024 if args.device == "cuda" else 256
-    print(f"# {describe_machine(args.device)}; torch {torch.__version__}"
-          + ("; freed memory kept (--steady)" if steady_memory() else ""), file=sys.stderr)
+    print(f"# {describe_machine(args.device)}; torch {torch.__version__}; memory: "
+          + describe_memory(), file=sys.stderr)
     rows, copy_bw = run(args)
     write_outputs(rows, copy_bw, args)
 
