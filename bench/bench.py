@@ -13,10 +13,11 @@ in the same run, and the speed-up of gelu_ext over each baseline.
 - Bandwidth counts the fewest bytes that must move: forward reads x and writes y; backward reads
   x and grad and writes dx; forward+backward is the sum. The copy bandwidth is that of
   y.copy_(x) on a large tensor, bytes read plus bytes written.
-- Method: warm-up, then repeated calls timed one by one (host clock on the CPU, CUDA events on
-  the GPU), medians reported. gelu_ext and its baselines take turns, a call each per round, so
-  that drift in the machine's speed affects them alike. Inputs rotate among enough buffers to exceed --rotate-mb, so that
-  caches do not flatter small sizes.
+- Method: warm-up (3 rounds, or as long as one implementation's budget), then repeated calls
+  timed one by one (host clock on the CPU, CUDA events on the GPU), medians reported. gelu_ext
+  and its baselines take turns, a call each per round, so that drift in the machine's speed
+  affects them alike. Inputs rotate among enough buffers to exceed --rotate-mb, so that caches
+  do not flatter small sizes.
 
 - Memory (CPU): by default glibc returns large freed blocks to the system, so each call's
   fresh outputs are page-faulted in as they are written, which at 32 MB takes longer than the
@@ -140,9 +141,15 @@ class Timer:
         call before it.
         """
         turn = itertools.count()
-        for fn in fns.values():
-            for _ in range(3):
+        # At least 3 rounds, and up to one implementation's share of the budget: a fresh process
+        # may take several calls to reach its steady state (on a virtual machine, new huge pages
+        # run 3-4 times slower for the first few calls, until freed ones come back).
+        warm_until = time.perf_counter() + (self.budget_s if budget_s is None else budget_s)
+        rounds = 0
+        while rounds < 3 or (rounds < 20 and time.perf_counter() < warm_until):
+            for fn in fns.values():
                 fn(next(turn))
+            rounds += 1
         self.sync()
         times = {name: [] for name in fns}
         budget_s = (self.budget_s if budget_s is None else budget_s) * len(fns)
