@@ -141,10 +141,11 @@ class Timer:
         call before it.
         """
         turn = itertools.count()
+        share_s = self.budget_s if budget_s is None else budget_s  # each implementation's
         # At least 3 rounds, and up to one implementation's share of the budget: a fresh process
         # may take several calls to reach its steady state (on a virtual machine, new huge pages
         # run 3-4 times slower for the first few calls, until freed ones come back).
-        warm_until = time.perf_counter() + (self.budget_s if budget_s is None else budget_s)
+        warm_until = time.perf_counter() + share_s
         rounds = 0
         while rounds < 3 or (rounds < 20 and time.perf_counter() < warm_until):
             for fn in fns.values():
@@ -152,10 +153,10 @@ class Timer:
             rounds += 1
         self.sync()
         times = {name: [] for name in fns}
-        budget_s = (self.budget_s if budget_s is None else budget_s) * len(fns)
         start = time.perf_counter()
         rounds = 0
-        while rounds < min_reps or (rounds < max_reps and time.perf_counter() - start < budget_s):
+        while rounds < min_reps or (rounds < max_reps
+                                    and time.perf_counter() - start < share_s * len(fns)):
             for name, fn in fns.items():
                 times[name].append(self.time_call(fn, next(turn)))
             rounds += 1

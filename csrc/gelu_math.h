@@ -825,12 +825,12 @@ GELU_HD F narrow_exp(F a) {
   if constexpr (std::is_same<F, float>::value) {
     // 2^(a log2e) on the special-function unit (relative error about 2^-22), with the product
     // carried as u + u_lo so that no rounding of it reaches the exponent.
-    constexpr float kLog2eHi = 1.44269502f, kLog2eLo = 1.925963033e-08f, kLn2 = 0.693147182f;
+    constexpr float kLog2eHi = 1.44269502f, kLog2eLo = 1.925963033e-08f;
     const float u = a * kLog2eHi;
     const float u_lo = fma(a, kLog2eHi, -u) + a * kLog2eLo;
     float p;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(p) : "f"(u));
-    return fma(p, u_lo * kLn2, p);
+    return fma(p, u_lo * static_cast<float>(kLn2), p);
   }
 #endif
   constexpr float kLog2e = 1.44269504f, kRound = 12582912.0f;  // 1.5 * 2^23
