@@ -18,6 +18,10 @@ in the same run, and the speed-up of gelu_ext over each baseline.
   and its baselines take turns, a call each per round, so that drift in the machine's speed
   affects them alike. Inputs rotate among enough buffers to exceed --rotate-mb, so that caches
   do not flatter small sizes.
+- Data: x (and the bias, and geglu's gate and up) from N(0, sigma^2), sigma = 2 unless --sigma
+  says otherwise; output gradients from N(0, 1). F.gelu's speed does not depend on the values;
+  gelu_ext's 16-bit kernels redo the few elements whose fast result they cannot round, so theirs
+  does a little.
 
 - Memory (CPU): by default glibc returns large freed blocks to the system, so each call's
   fresh outputs are page-faulted in as they are written, which at 32 MB takes longer than the
@@ -106,8 +110,8 @@ class Op:
                 "compile": torch.compile(self.eager_fn, dynamic=True)}
 
 
-def make_op(name, variant, shape, dtype, device, g):
-    randn = lambda *sh: (torch.randn(sh, generator=g, device=device) * 2).to(dtype)  # noqa: E731
+def make_op(name, variant, shape, dtype, device, g, sigma):
+    randn = lambda *sh: (torch.randn(sh, generator=g, device=device) * sigma).to(dtype)  # noqa: E731
     eager = gelu_eager(variant)
     if name == "gelu":
         return Op(name, [randn(*shape)], lambda x: gelu_ext.gelu(x, variant), eager,
@@ -187,12 +191,12 @@ def copy_bandwidth(device, timer, nbytes=1 << 28):
     return 2 * nbytes / t
 
 
-def input_sets(op_name, variant, shape, dtype, device, rotate_bytes):
+def input_sets(op_name, variant, shape, dtype, device, rotate_bytes, sigma):
     """Several independent input sets, enough to exceed rotate_bytes, each with its output grad."""
     g = torch.Generator(device=device).manual_seed(0)
     sets, total = [], 0
     while not sets or (total < rotate_bytes and len(sets) < 64):
-        op = make_op(op_name, variant, shape, dtype, device, g)
+        op = make_op(op_name, variant, shape, dtype, device, g, sigma)
         grad = (torch.randn(shape, generator=g, device=device)).to(dtype)
         sets.append((op, grad))
         total += sum(t.numel() * t.element_size() for t in op.leaves) + grad.numel() * grad.element_size()
@@ -242,7 +246,7 @@ def run(args):
           f"{'eager':>10}{'compile':>10}{'GB/s':>8}{'%copy':>7}{'vs eager':>9}{'vs compile':>11}")
     for n, (op_name, pass_name, variant, dtype_name, shape) in enumerate(cases, 1):
         dtype = DTYPES[dtype_name]
-        sets = input_sets(op_name, variant, shape, dtype, device, args.rotate_mb << 20)
+        sets = input_sets(op_name, variant, shape, dtype, device, args.rotate_mb << 20, args.sigma)
         times = time_passes(timer, pass_name, sets)
         numel = math.prod(shape)
         moved = sets[0][0].elements_moved[pass_name] * numel * torch.finfo(dtype).bits // 8
@@ -292,7 +296,8 @@ def write_outputs(rows, copy_bw, args):
              f"- torch {torch.__version__}, gelu_ext {gelu_ext.__version__}",
              f"- command: `python bench/bench.py {' '.join(sys.argv[1:])}`",
              f"- copy bandwidth (read + write): {copy_bw / 1e9:.1f} GB/s",
-             "- memory: " + describe_memory(), "",
+             "- memory: " + describe_memory(),
+             f"- data: N(0, {args.sigma:g}^2)", "",
              "Times are medians in ms; speed-up = baseline time / gelu_ext time; bandwidth counts "
              "the fewest bytes each pass must move.", "",
              "| op | pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | "
@@ -368,6 +373,8 @@ def main():
     parser.add_argument("--huge-pages", action="store_true",
                         help="CPU: rerun with PyTorch asking for huge pages on every allocation, "
                              "as gelu_ext does for its outputs (see Memory above)")
+    parser.add_argument("--sigma", type=float, default=2.0,
+                        help="standard deviation of the inputs (see Data above; default 2)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
     if args.steady and args.huge_pages:
@@ -387,8 +394,10 @@ def main():
         args.budget = 0.1 if args.quick else 0.6
     if args.rotate_mb is None:
         args.rotate_mb = 1024 if args.device == "cuda" else 256
-    print(f"# {describe_machine(args.device)}; torch {torch.__version__}; memory: "
-          + describe_memory(), file=sys.stderr)
+    if not args.sigma > 0:
+        parser.error(f"--sigma must be positive, got {args.sigma}")
+    print(f"# {describe_machine(args.device)}; torch {torch.__version__}; data N(0, "
+          f"{args.sigma:g}^2); memory: " + describe_memory(), file=sys.stderr)
     rows, copy_bw = run(args)
     write_outputs(rows, copy_bw, args)
 
