@@ -379,6 +379,8 @@ def main():
     args = parser.parse_args()
     if args.steady and args.huge_pages:
         parser.error("--steady and --huge-pages are two different memory settings: choose one")
+    if not args.sigma > 0:
+        parser.error(f"--sigma must be positive, got {args.sigma}")
     wanted = "steady" if args.steady else "huge_pages" if args.huge_pages else None
     if wanted is not None and memory_mode() != wanted:
         # The settings take effect only at start-up: run this script again with them.
@@ -394,8 +396,6 @@ def main():
         args.budget = 0.1 if args.quick else 0.6
     if args.rotate_mb is None:
         args.rotate_mb = 1024 if args.device == "cuda" else 256
-    if not args.sigma > 0:
-        parser.error(f"--sigma must be positive, got {args.sigma}")
     print(f"# {describe_machine(args.device)}; torch {torch.__version__}; data N(0, "
           f"{args.sigma:g}^2); memory: " + describe_memory(), file=sys.stderr)
     rows, copy_bw = run(args)
