@@ -11,9 +11,11 @@ not the hardware's (see its header): the kernels must not depend on its bits.
 """
 
 import ctypes
+import hashlib
 import platform
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,24 +43,52 @@ TARGET_AVX512 = '#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma
 TARGET_HOST = '#pragma GCC target("avx2,fma,f16c")'
 
 
+# Built libraries, kept between runs (CI's two stages, a developer's reruns) under a digest of
+# everything the build reads: rebuilding takes about a minute.
+CACHE = Path(tempfile.gettempdir()) / "gelu_ext_avx512_emulation"
+
+
+def build_inputs():
+    """The files the build reads, and the compiler's identity."""
+    files = sorted([*(ROOT / "csrc").glob("*.h"), *(ROOT / "csrc" / "cpu").glob("*"),
+                    *(ROOT / "tests" / "avx512_emulation").glob("*")])
+    version = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout
+    return files, version
+
+
 @pytest.fixture(scope="module")
-def emulated(tmp_path_factory):
+def emulated():
     source = (ROOT / "csrc" / "cpu" / "kernels_avx512.cpp").read_text()
     assert source.count(TARGET_AVX512) == 1, (
         "kernels_avx512.cpp no longer has the target pragma this test rewrites: update "
         "TARGET_AVX512")
-    build = tmp_path_factory.mktemp("avx512_emulation")
-    copy = build / "kernels_avx512_host.cpp"
-    copy.write_text(source.replace(TARGET_AVX512, TARGET_HOST))
-    library = build / "emulated.so"
     # -O1: a quarter of -O3's build time, for kernels run on a few hundred thousand elements.
-    command = [CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-mavx2", "-mfma", "-mf16c",
-               "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi",
-               "-include", str(ROOT / "tests" / "avx512_emulation" / "avx512_stand_in.h"),
-               "-I", str(ROOT / "csrc" / "cpu"), f'-DGELU_AVX512_SOURCE="{copy}"',
-               str(ROOT / "tests" / "avx512_emulation" / "driver.cpp"), "-o", str(library)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, f"building the emulated AVX-512 kernels failed:\n{result.stderr}"
+    flags = ["-std=c++17", "-O1", "-shared", "-fPIC", "-mavx2", "-mfma", "-mf16c",
+             "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi"]
+    files, version = build_inputs()
+    digest = hashlib.sha256("\0".join([*flags, version]).encode())
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    built = CACHE / digest.hexdigest()[:32]
+    library = built / "emulated.so"
+    if not library.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(dir=CACHE))
+        copy = scratch / "kernels_avx512_host.cpp"
+        copy.write_text(source.replace(TARGET_AVX512, TARGET_HOST))
+        command = [CXX, *flags,
+                   "-include", str(ROOT / "tests" / "avx512_emulation" / "avx512_stand_in.h"),
+                   "-I", str(ROOT / "csrc" / "cpu"), f'-DGELU_AVX512_SOURCE="{copy}"',
+                   str(ROOT / "tests" / "avx512_emulation" / "driver.cpp"),
+                   "-o", str(scratch / "emulated.so")]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            shutil.rmtree(scratch, ignore_errors=True)
+            pytest.fail(f"building the emulated AVX-512 kernels failed:\n{result.stderr}")
+        try:
+            scratch.rename(built)  # whole, or not at all: a concurrent run may have won
+        except OSError:
+            shutil.rmtree(scratch, ignore_errors=True)
     lib = ctypes.CDLL(str(library))
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     lib.emulated_run_loop.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
