@@ -78,14 +78,20 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     return below_autograd(_ops.gelu.default, input, approximate)
 
 
+# The device types with an autocast state ("meta", for one, has none: asking about it raises),
+# found once here: Dynamo before torch 2.14 cannot trace torch.amp.is_autocast_available.
+_AUTOCAST_DEVICE_TYPES = frozenset(
+    t for t in ("cpu", "cuda", "xpu", "mps", "hpu", "mtia", "xla", "ipu", "maia")
+    if torch.amp.is_autocast_available(t))
+
+
 def _in_autocast_dtype(first, *others):
     """Under autocast on first's device, the other operands in first's dtype, as autocast casts
     nn.Linear's bias to the dtype it computes in: so that BiasGELU after nn.Linear(bias=False),
     whose output autocast makes bfloat16 or float16, works with its float32 bias, and its
     gradient flows back to it in float32. Elsewhere the operands must match (the op says so)."""
-    device_type = first.device.type  # "meta" has no autocast state: asking about it raises
-    if not (torch.amp.is_autocast_available(device_type)
-            and torch.is_autocast_enabled(device_type)):
+    device_type = first.device.type
+    if not (device_type in _AUTOCAST_DEVICE_TYPES and torch.is_autocast_enabled(device_type)):
         return others
     return tuple(t.to(first.dtype) if t.is_floating_point() else t for t in others)
 
