@@ -2,7 +2,8 @@
 
 Environment variables:
   GELU_EXT_CUDA=0|1      0 skips the CUDA backend; 1 requires it (the build fails if impossible).
-                         Unset (or auto): build it whenever torch has CUDA and a toolkit is found.
+                         Unset (or auto): build it whenever torch has CUDA and a toolkit of the
+                         same CUDA major version is found.
   CUDA_HOME / CUDA_PATH  the CUDA toolkit to use, if it contains include/cuda_runtime.h and
                          bin/nvcc (otherwise it is searched for: find_cuda_toolkit).
   TORCH_CUDA_ARCH_LIST   GPU architectures, e.g. "9.0" or "8.0;9.0+PTX". Unset with no visible GPU:
@@ -69,13 +70,23 @@ def find_cuda_toolkit():
     return None, tried
 
 
+def toolkit_version(path):
+    """The toolkit's CUDA version as "major.minor", from include/cuda.h, or None."""
+    try:
+        with open(os.path.join(path, "include", "cuda.h")) as f:
+            m = re.search(r"^#define CUDA_VERSION (\d+)", f.read(), re.MULTILINE)
+    except OSError:
+        return None
+    return f"{int(m.group(1)) // 1000}.{int(m.group(1)) % 1000 // 10}" if m else None
+
+
 def plan_cuda(torch):
     """Decide whether to build CUDA; sets CUDA_HOME for torch.utils.cpp_extension."""
     want = os.environ.get("GELU_EXT_CUDA", "").strip().lower()
     if want not in ("", "0", "1", "auto"):
         sys.exit(f"[gelu_ext] GELU_EXT_CUDA must be 0, 1, auto or unset, got {want!r}")
     if want == "0":
-        return False, "skipped: GELU_EXT_CUDA=0"
+        return False, "GELU_EXT_CUDA=0"
     problem = None
     if torch.version.cuda is None:
         problem = f"torch {torch.__version__} was built without CUDA"
@@ -84,8 +95,17 @@ def plan_cuda(torch):
         if path is None:
             problem = "no CUDA toolkit found; tried: " + "; ".join(how)
         else:
-            os.environ["CUDA_HOME"] = path
-            log(f"CUDA toolkit: {path} (found via {how})")
+            # torch.utils.cpp_extension refuses a toolkit whose major version differs from
+            # torch's own CUDA: say so here, so that an automatic build goes on without CUDA.
+            version = toolkit_version(path)
+            if version and version.split(".")[0] != torch.version.cuda.split(".")[0]:
+                problem = (f"the CUDA toolkit at {path} is CUDA {version}, but torch "
+                           f"{torch.__version__} was built with CUDA {torch.version.cuda}: their "
+                           f"major versions must match")
+            else:
+                os.environ["CUDA_HOME"] = path
+                log(f"CUDA toolkit: {path}, CUDA {version or '(version unknown)'} "
+                    f"(found via {how})")
     if problem:
         if want == "1":
             sys.exit(f"[gelu_ext] GELU_EXT_CUDA=1 but the CUDA backend cannot be built: {problem}")
@@ -146,7 +166,7 @@ def get_extensions():
     else:
         ext = cpp_extension.CppExtension(
             "gelu_ext._C", sources, py_limited_api=True, extra_compile_args={"cxx": cxx})
-        log(f"building backends: CPU only (CUDA {why_not})")
+        log(f"building backends: CPU only (no CUDA: {why_not})")
     write_build_info(backends, archs)
     return [ext], cpp_extension.BuildExtension
 
