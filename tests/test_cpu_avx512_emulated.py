@@ -43,7 +43,7 @@ TARGET_AVX512 = '#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma
 TARGET_HOST = '#pragma GCC target("avx2,fma,f16c")'
 
 
-# Built libraries, kept between runs (CI's two stages, a developer's reruns) under a digest of
+# Built libraries, kept between runs (CI's later stages, a developer's reruns) under a digest of
 # everything the build reads: rebuilding takes about a minute.
 CACHE = Path(tempfile.gettempdir()) / "gelu_ext_avx512_emulation"
 
@@ -66,7 +66,7 @@ def emulated():
     flags = ["-std=c++17", "-O1", "-shared", "-fPIC", "-mavx2", "-mfma", "-mf16c",
              "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi"]
     files, version = build_inputs()
-    digest = hashlib.sha256("\0".join([*flags, version]).encode())
+    digest = hashlib.sha256("\0".join([*flags, TARGET_HOST, version]).encode())
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     built = CACHE / digest.hexdigest()[:32]
