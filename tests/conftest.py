@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 
@@ -92,3 +94,11 @@ def assert_ulps(y, ref, bound, what, x=None):
     where = f"x={x.flatten()[worst].item()!r}" if x is not None else f"index {worst}"
     assert max_err <= bound, (f"{what}: max error {max_err:.3f} ulp > {bound} at {where}: got "
                               f"{y.flatten()[worst].item()!r}, expected {ref.flatten()[worst].item()!r}")
+
+
+def cpu_supports(isa):
+    """Whether this CPU runs the kernels for `isa` ("avx512", "avx2" or "portable")."""
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    needed = {"avx512": ["avx512f", "avx512dq", "avx512bw", "avx512vl"],
+              "avx2": ["avx2", "fma", "f16c"], "portable": []}[isa]
+    return all(f" {flag}" in flags for flag in needed)

@@ -20,22 +20,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FLOAT_DTYPES, HALF_DTYPES, all_values, binade_samples
+from conftest import FLOAT_DTYPES, HALF_DTYPES, all_values, binade_samples, cpu_supports
 from kernel_passes import (DTYPE_CODES, NUM_OUTPUTS, PASSES, VARIANT_CODES, make_inputs,
                            pointers)
 
 ROOT = Path(__file__).resolve().parent.parent
 CXX = shutil.which("g++")
-
-
-def cpu_has(*flags):
-    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    return all(f" {flag}" in text for flag in flags)
-
-
 pytestmark = pytest.mark.skipif(
     CXX is None or platform.machine() not in ("x86_64", "AMD64") or
-    not cpu_has("avx2", "fma", "f16c"),
+    not cpu_supports("avx2"),
     reason="needs g++ and an x86-64 CPU with AVX2, FMA and F16C (the stand-in keeps those native)")
 
 ops = torch.ops.gelu_ext

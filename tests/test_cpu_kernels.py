@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import torch
-from conftest import CORRECTLY_ROUNDED, assert_ulps
+from conftest import CORRECTLY_ROUNDED, assert_ulps, cpu_supports
 
 import gelu_ext  # noqa: F401
 from gelu_ext.reference import derivative_scales, torch_reference, ulp
@@ -50,13 +50,6 @@ for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
                                 *ops.geglu_backward(grad, x, grad.flip(0), a))
 torch.save(out, sys.argv[1])
 """
-
-
-def cpu_supports(isa):
-    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-    needed = {"avx512": ["avx512f", "avx512dq", "avx512bw", "avx512vl"],
-              "avx2": ["avx2", "fma", "f16c"], "portable": []}[isa]
-    return all(f" {flag}" in flags for flag in needed)
 
 
 def test_instruction_sets_agree_bitwise(tmp_path):

@@ -210,20 +210,21 @@ GELU_EMU __m512d permutex2var_pd(__m512d a, __m512i index, __m512d b) {
   return r;
 }
 
-// Masks: bit i for lane i.
-GELU_EMU __m512 mask_blend_ps(__mmask16 k, __m512 a, __m512 b) {
-  for (int i = 0; i < 16; ++i) a[i] = (k >> i) & 1 ? b[i] : a[i];
-  return a;
+// Masks: bit i for lane i. Lane i of b where bit i of k is set, else of a.
+template <class Lanes, class Vector>
+GELU_EMU Vector blend(unsigned k, Vector a, Vector b) {
+  Lanes r = bits<Lanes>(a);
+  const Lanes x = bits<Lanes>(b);
+  for (unsigned i = 0; i < sizeof(Lanes) / sizeof(x[0]); ++i) r[i] = (k >> i) & 1 ? x[i] : r[i];
+  return bits<Vector>(r);
 }
-GELU_EMU __m512d mask_blend_pd(__mmask8 k, __m512d a, __m512d b) {
-  for (int i = 0; i < 8; ++i) a[i] = (k >> i) & 1 ? b[i] : a[i];
-  return a;
-}
-GELU_EMU __m512 maskz_mov_ps(__mmask16 k, __m512 a) { return mask_blend_ps(k, __m512{}, a); }
+GELU_EMU __m512 mask_blend_ps(__mmask16 k, __m512 a, __m512 b) { return blend<__m512>(k, a, b); }
+GELU_EMU __m512d mask_blend_pd(__mmask8 k, __m512d a, __m512d b) { return blend<__m512d>(k, a, b); }
+GELU_EMU __m512 maskz_mov_ps(__mmask16 k, __m512 a) { return blend<__m512>(k, __m512{}, a); }
 GELU_EMU __m512i mask_mov_epi32(__m512i src, __mmask16 k, __m512i a) {
-  return bits<__m512i>(mask_blend_ps(k, bits<__m512>(src), bits<__m512>(a)));
+  return blend<v16si>(k, src, a);
 }
-GELU_EMU __m512i maskz_mov_epi32(__mmask16 k, __m512i a) { return mask_mov_epi32(__m512i{}, k, a); }
+GELU_EMU __m512i maskz_mov_epi32(__mmask16 k, __m512i a) { return blend<v16si>(k, __m512i{}, a); }
 GELU_EMU __m512 maskz_sub_ps(__mmask16 k, __m512 a, __m512 b) { return maskz_mov_ps(k, a - b); }
 // The lanes selected by k, packed into the low lanes in order; zeros above.
 template <class Lanes, class Vector>
@@ -346,10 +347,7 @@ GELU_EMU __mmask16 cmpneq_epi16_mask_256(__m256i a, __m256i b) {
   return lane_mask<16>([&](int i) { return x[i] != y[i]; });
 }
 GELU_EMU __m256i mask_mov_epi32_256(__m256i src, __mmask8 k, __m256i a) {
-  v8si r = bits<v8si>(src);
-  const v8si x = bits<v8si>(a);
-  for (int i = 0; i < 8; ++i) r[i] = (k >> i) & 1 ? x[i] : r[i];
-  return bits<__m256i>(r);
+  return blend<v8si>(k, src, a);
 }
 GELU_EMU __m256i mask_or_epi32_256(__m256i src, __mmask8 k, __m256i a, __m256i b) {
   return mask_mov_epi32_256(src, k, bits<__m256i>(bits<v8si>(a) | bits<v8si>(b)));
