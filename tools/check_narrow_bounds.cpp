@@ -5,7 +5,8 @@
 // the cubics of the CPU's 16-bit bias passes (narrow_cubic), at every float in their cells.
 //
 //   g++ -O2 -std=c++17 -ffp-contract=off -I csrc tools/check_narrow_bounds.cpp -o /tmp/check \
-//       -lpthread && /tmp/check [step [none|tanh|sigmoid]]
+//       -lpthread && /tmp/check [step [none|tanh|sigmoid|all [cubics]]]
+// ("cubics": the cubics alone.)
 //
 // This checks the portable code (scalar float, IEEE division). The vector kernels use other
 // reciprocals and the GPU other exp and reciprocal instructions; tests/test_cpu_kernels.py and
@@ -109,7 +110,8 @@ void check_cubics(uint64_t step) {
     if (!math::cell_of(x, row, d)) return;
     const tools::Exact exact = tools::exact(x, A);
     for (int k = 0; k < 2; ++k) {
-      const math::Bounded<float> v = math::narrow_cubic(tables[k][row].c, d);
+      const math::Bounded<float> v = k ? math::narrow_cubic<true>(tables[k][row].c, d)
+                                       : math::narrow_cubic<false>(tables[k][row].c, d);
       worst[k][id].see(static_cast<double>(fabsl(v.value - (k ? exact.d1 : exact.f)) / v.error), x);
     }
   });
@@ -124,13 +126,21 @@ void check_cubics(uint64_t step) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it is found
   const uint64_t step = argc > 1 ? strtoull(argv[1], nullptr, 10) : 1;
-  const char* only = argc > 2 ? argv[2] : nullptr;
+  const char* only = argc > 2 && strcmp(argv[2], "all") != 0 ? argv[2] : nullptr;
+  const bool narrow = !(argc > 3 && strcmp(argv[3], "cubics") == 0);
   auto wanted = [&](const char* name) { return !only || strcmp(only, name) == 0; };
-  if (wanted("none")) check<Approximate::kNone>(step), check_cubics<Approximate::kNone>(step);
-  if (wanted("tanh")) check<Approximate::kTanh>(step), check_cubics<Approximate::kTanh>(step);
+  if (wanted("none")) {
+    if (narrow) check<Approximate::kNone>(step);
+    check_cubics<Approximate::kNone>(step);
+  }
+  if (wanted("tanh")) {
+    if (narrow) check<Approximate::kTanh>(step);
+    check_cubics<Approximate::kTanh>(step);
+  }
   if (wanted("sigmoid")) {
-    check<Approximate::kSigmoid>(step);
+    if (narrow) check<Approximate::kSigmoid>(step);
     check_cubics<Approximate::kSigmoid>(step);
   }
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>

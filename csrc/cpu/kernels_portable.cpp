@@ -33,20 +33,25 @@ struct NarrowLanes {
   static uint32_t unsure(const T* tag, float lo, float hi) {
     return round(tag, lo) != round(tag, hi);
   }
+  // The same, or not `qualified`.
+  template <class T>
+  static uint32_t unsure(const T* tag, float lo, float hi, bool qualified) {
+    return !qualified || unsure(tag, lo, hi);
+  }
   template <class T>
   static void store(T* p, Bits bits) {
     p->bits = bits;
   }
 
   // gelu_math.h's cells: x's row of `rows` (loops.h's CubicRow) as c, d = x - the cell's midpoint,
-  // and 0 where x lies in a cell, inf where not (d is then 0, so that the cubic stays finite).
+  // and whether x lies in a cell (where not, the cubic is to be ignored).
   template <class Row>
-  static float cell(const Row* rows, float x, float (&c)[4], float& d) {
+  static bool cell(const Row* rows, float x, float (&c)[4], float& d) {
     uint32_t row;
     const bool inside = math::cell_of(x, row, d);
     for (int k = 0; k < 4; ++k) c[k] = inside ? rows[row].c[k] : 0.0f;
     if (!inside) d = 0.0f;
-    return inside ? 0.0f : __builtin_huge_valf();
+    return inside;
   }
 
   // Entries of tables indexed by the 16-bit input's bits: one value, or a pair of floats {a, b}.

@@ -148,7 +148,10 @@ GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v,
 GELU_SIMD MaskF operator>=(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_GE_OQ)}; }
 // Unordered: true where either side is NaN, like the scalar operator.
 GELU_SIMD MaskF operator!=(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_NEQ_UQ)}; }
+GELU_SIMD MaskF operator==(VecF a, VecF b) { return MaskF{_mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ)}; }
+GELU_SIMD MaskF operator&(MaskF a, MaskF b) { return MaskF{_mm256_and_ps(a.m, b.m)}; }
 GELU_SIMD VecF select(MaskF c, VecF a, VecF b) { return VecF(_mm256_blendv_ps(b.v, a.v, c.m)); }
+GELU_SIMD VecF at_most_each(VecF x, VecF ceiling) { return VecF(_mm256_min_ps(ceiling.v, x.v)); }
 
 // value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see gelu_math.h).
 GELU_SIMD VecF times_pow2(VecF value, VecF shifted) {
@@ -221,13 +224,20 @@ struct NarrowLanes {
     const __m128i equal = _mm_cmpeq_epi16(round(tag, lo), round(tag, hi));
     return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal))) & 0xFFu;
   }
-  GELU_SIMD static uint32_t unsure(const BFloat16*, VecF lo, VecF hi) {
+  GELU_SIMD static uint32_t unsure(const BFloat16* tag, VecF lo, VecF hi) {
+    return unsure(tag, lo, hi, MaskF{_mm256_castsi256_ps(_mm256_set1_epi32(-1))});
+  }
+  // The same, and every lane not set in `qualified`.
+  GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi, MaskF qualified) {
+    return unsure(tag, lo, hi) | (~static_cast<uint32_t>(_mm256_movemask_ps(qualified.m)) & 0xFFu);
+  }
+  GELU_SIMD static uint32_t unsure(const BFloat16*, VecF lo, VecF hi, MaskF qualified) {
     const __m256i a = _mm256_castps_si256(lo.v), b = _mm256_castps_si256(hi.v);
     const __m256i smaller = _mm256_min_epu32(a, b), larger = _mm256_max_epu32(a, b);
     const __m256i below_smaller = _mm256_srli_epi32(_mm256_add_epi32(smaller, _mm256_set1_epi32(0x7FFF)), 16);
     const __m256i up_to_larger = _mm256_srli_epi32(_mm256_add_epi32(larger, _mm256_set1_epi32(0x8000)), 16);
-    const __m256i equal = _mm256_cmpeq_epi32(below_smaller, up_to_larger);
-    return ~static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(equal))) & 0xFFu;
+    const __m256 sure = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(below_smaller, up_to_larger)), qualified.m);
+    return ~static_cast<uint32_t>(_mm256_movemask_ps(sure)) & 0xFFu;
   }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
@@ -235,10 +245,11 @@ struct NarrowLanes {
   }
 
   // gelu_math.h's cells: each lane's row of `rows` (loops.h's CubicRow, 16 bytes) as c,
-  // d = x - the cell's midpoint, and 0 where x lies in a cell, inf where not (d is then 0, so
-  // that the cubic stays finite). Rows are loaded whole and transposed (gathers are slow).
+  // d = x - the cell's midpoint, and the lanes where x lies in a cell (elsewhere c is the last
+  // cell's of its sign, and the cubic is to be ignored). Rows are loaded whole and transposed
+  // (gathers are slow).
   template <class Row>
-  GELU_SIMD static VecF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
+  GELU_SIMD static MaskF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
     static_assert(sizeof(Row) == 16, "a row of 4 floats");
     const __m256i bits = _mm256_castps_si256(x.v);
     const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
@@ -256,7 +267,7 @@ struct NarrowLanes {
     asm("" : "+m"(offset_bytes));
     const __m256i midpoint = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(-(1 << math::kCellLowBits))),
                                              _mm256_set1_epi32(1 << (math::kCellLowBits - 1)));
-    d = VecF(_mm256_and_ps(_mm256_sub_ps(x.v, _mm256_castsi256_ps(midpoint)), inside));
+    d = VecF(_mm256_sub_ps(x.v, _mm256_castsi256_ps(midpoint)));
     // Rows j and j + 4 side by side, then a 4 x 4 transpose in each half.
     const char* base = reinterpret_cast<const char*>(rows);
     __m256 r[4];
@@ -270,7 +281,7 @@ struct NarrowLanes {
     c[1] = VecF(_mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)));
     c[2] = VecF(_mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)));
     c[3] = VecF(_mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2)));
-    return VecF(_mm256_andnot_ps(inside, _mm256_set1_ps(__builtin_huge_valf())));
+    return MaskF{inside};
   }
 
   // The entries of a table indexed by 16-bit inputs' bits (the 16-bit table has one entry of

@@ -107,7 +107,10 @@ GELU_SIMD MaskF operator>(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v,
 GELU_SIMD MaskF operator>=(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_GE_OQ)}; }
 // Unordered: true where either side is NaN, like the scalar operator.
 GELU_SIMD MaskF operator!=(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_NEQ_UQ)}; }
+GELU_SIMD MaskF operator==(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_EQ_OQ)}; }
+GELU_SIMD MaskF operator&(MaskF a, MaskF b) { return MaskF{static_cast<__mmask16>(a.m & b.m)}; }
 GELU_SIMD VecF select(MaskF c, VecF a, VecF b) { return VecF(_mm512_mask_blend_ps(c.m, b.v, a.v)); }
+GELU_SIMD VecF at_most_each(VecF x, VecF ceiling) { return VecF(_mm512_min_ps(ceiling.v, x.v)); }
 
 // value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see gelu_math.h).
 GELU_SIMD VecF times_pow2(VecF value, VecF shifted) {
@@ -172,16 +175,21 @@ struct NarrowLanes {
     const __m512i up_to_larger = _mm512_srli_epi32(_mm512_add_epi32(larger, _mm512_set1_epi32(0x8000)), 16);
     return _mm512_cmpneq_epi32_mask(below_smaller, up_to_larger);
   }
+  // The same, and every lane not set in `qualified`.
+  template <class T>
+  GELU_SIMD static uint32_t unsure(const T* tag, VecF lo, VecF hi, MaskF qualified) {
+    return unsure(tag, lo, hi) | static_cast<__mmask16>(~qualified.m);
+  }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
   }
 
   // gelu_math.h's cells: each lane's row of `rows` (loops.h's CubicRow, 16 bytes) as c,
-  // d = x - the cell's midpoint, and 0 where x lies in a cell, inf where not (d is then 0, so
-  // that the cubic stays finite).
+  // d = x - the cell's midpoint, and the lanes where x lies in a cell (elsewhere the cubic is to
+  // be ignored).
   template <class Row>
-  GELU_SIMD static VecF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
+  GELU_SIMD static MaskF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
     static_assert(sizeof(Row) == 16, "a row of 4 floats");
     const __m512i bits = _mm512_castps_si512(x.v);
     const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
@@ -199,7 +207,7 @@ struct NarrowLanes {
     const float* base = reinterpret_cast<const float*>(rows);
     for (int k = 0; k < 4; ++k)
       c[k] = VecF(_mm512_i32gather_ps(_mm512_add_epi32(first, _mm512_set1_epi32(k)), base, 4));
-    return VecF(_mm512_maskz_mov_ps(static_cast<__mmask16>(~inside), _mm512_set1_ps(__builtin_huge_valf())));
+    return MaskF{inside};
   }
 
   // The entries of a table indexed by 16-bit inputs' bits (the 16-bit table has one entry of

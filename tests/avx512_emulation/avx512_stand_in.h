@@ -60,6 +60,10 @@ GELU_EMU __m512d fmadd_pd(__m512d a, __m512d b, __m512d c) {
   return a;
 }
 // min and max return the second operand where either is NaN or both are zeros.
+GELU_EMU __m512 min_ps(__m512 a, __m512 b) {
+  for (int i = 0; i < 16; ++i) a[i] = a[i] < b[i] ? a[i] : b[i];
+  return a;
+}
 GELU_EMU __m512d min_pd(__m512d a, __m512d b) {
   for (int i = 0; i < 8; ++i) a[i] = a[i] < b[i] ? a[i] : b[i];
   return a;
@@ -242,6 +246,7 @@ GELU_EMU __m512i maskz_compress_epi32(__mmask16 k, __m512i a) { return compress<
 GELU_EMU bool compare(double a, double b, int predicate) {
   const bool unordered = std::isnan(a) || std::isnan(b);
   switch (predicate) {
+    case _CMP_EQ_OQ: return !unordered && a == b;
     case _CMP_LT_OQ: return !unordered && a < b;
     case _CMP_GT_OQ: return !unordered && a > b;
     case _CMP_GE_OQ: return !unordered && a >= b;
@@ -387,6 +392,8 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_fnmadd_ps gelu_avx512_emulation::fnmadd_ps
 #undef _mm512_fmadd_pd
 #define _mm512_fmadd_pd gelu_avx512_emulation::fmadd_pd
+#undef _mm512_min_ps
+#define _mm512_min_ps gelu_avx512_emulation::min_ps
 #undef _mm512_min_pd
 #define _mm512_min_pd gelu_avx512_emulation::min_pd
 #undef _mm512_max_pd
