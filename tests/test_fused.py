@@ -207,6 +207,32 @@ def test_bias_gradient_over_many_rows(device, dtype):
         assert_sums_rows(grad_bias, grad_input)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_bias_gelu_16_bit_sums_that_float_cannot_hold(device, approximate, dtype):
+    # x + b needs more than float's 24 bits where b lies 17 or more binades below x (16-bit data
+    # hold 8 or 11 bits). Where x < -4, f changes by up to 2^-10 of itself per 2^-16 of x, so
+    # the bits float would lose decide the 16-bit rounding of some results: pairs where f at
+    # the float sum and f at the exact sum round to different 16-bit values. The fused op must
+    # give the latter (the CPU kernels redo such sums in double).
+    every = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
+    x = every[(every <= -4) & (every > -8)]
+    b = every[(every.abs() >= 2.0**-20) & (every.abs() < 2.0**-11)]
+    x, b = x.repeat_interleave(len(b)), b.repeat(len(x))
+    z = x + b  # exact in double
+    z_float = x.float().double() + b.float().double()
+    z_float = z_float.float().double()  # the float sum
+    inexact = z_float != z
+    f = exact(z, approximate, dtype)[0]
+    f_float = exact(z_float, approximate, dtype)[0]
+    step = ulp(f, dtype)
+    apart = inexact & (torch.round(f / step) != torch.round(f_float / step))
+    assert apart.sum() >= 5, f"only {int(apart.sum())} pairs tell the sums apart"
+    x, b, z, f = x[apart], b[apart], z[apart], f[apart]
+    y = gelu_ext.bias_gelu(x.to(dtype).to(device).view(1, -1), b.to(dtype).to(device),
+                           approximate).cpu().flatten()
+    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype}, sums beyond float", z)
+
+
 def test_bias_gelu_is_not_rounded_before_the_gelu(device):
     # In bfloat16, x + b rounded to bfloat16 first would move the result; the fused op rounds once.
     x = torch.tensor([1.0 + 2**-7], dtype=torch.bfloat16, device=device)
