@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>

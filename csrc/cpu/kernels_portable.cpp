@@ -33,10 +33,12 @@ struct NarrowLanes {
   static uint32_t unsure(const T* tag, float lo, float hi) {
     return round(tag, lo) != round(tag, hi);
   }
-  // The same, or not `qualified`.
+  // The same, or not `qualified`; and hi rounded to the 16-bit type (where the test passes, the
+  // rounding of [lo, hi]).
   template <class T>
-  static uint32_t unsure(const T* tag, float lo, float hi, bool qualified) {
-    return !qualified || unsure(tag, lo, hi);
+  static uint32_t round_interval(const T* tag, float lo, float hi, bool qualified, Bits& rounded) {
+    rounded = round(tag, hi);
+    return !qualified || round(tag, lo) != rounded;
   }
   template <class T>
   static void store(T* p, Bits bits) {

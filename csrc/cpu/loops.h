@@ -5,7 +5,6 @@
 // the same code path and results never depend on layout or position.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -166,28 +165,22 @@ struct Kernel {
     store_or_redo(p, i, out, redo);
   }
 
-  // kLimited: each exact result also lies at most at limit[k], which caps the interval tested
-  // and the value stored. A lane mask `qualified`, if given: only its lanes may pass the test.
-  template <bool kLimited = false, class Qualified = std::nullptr_t>
-  __attribute__((always_inline)) static void store_or_redo(
-      char* const* p, int64_t i, const math::Bounded<typename N::F>* out, Redo& redo,
-      const typename N::F* limit = nullptr, Qualified qualified = nullptr) {
-    using math::at_most_each;
-    constexpr bool kQualified = !std::is_same<Qualified, std::nullptr_t>::value;
+  __attribute__((always_inline)) static void store_or_redo(char* const* p, int64_t i,
+                                                           const math::Bounded<typename N::F>* out,
+                                                           Redo& redo) {
     uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {
       const T* tag = nullptr;
-      auto value = out[k].value, high = out[k].value + out[k].error;
-      if constexpr (kLimited) {
-        value = at_most_each(value, limit[k]);
-        high = at_most_each(high, limit[k]);
-      }
-      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, value));
+      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, out[k].value));
       // The single path's error is 0 or not: no interval to round.
       if constexpr (kSingle) failed |= N::unsure(tag, out[k].error, typename N::F(0.0f));
-      else if constexpr (kQualified) failed |= N::unsure(tag, out[k].value - out[k].error, high, qualified);
-      else failed |= N::unsure(tag, out[k].value - out[k].error, high);
+      else failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
     }
+    redo_failed(p, i, redo, failed);
+  }
+
+  __attribute__((always_inline)) static void redo_failed(char* const* p, int64_t i, Redo& redo,
+                                                         uint32_t failed) {
     // Vectors with a failed lane are rare (on normal data from 1 in 180-280 for geglu to 1 in
     // 10-20 for the bias passes and float16 backward), so a branch around the queue costs a
     // misprediction on those, less than queueing on every vector: the 16-bit kernels 0-20%
@@ -202,24 +195,36 @@ struct Kernel {
                                        (P == Pass::kBiasForward || P == Pass::kBiasBackward);
 
   // Only lanes whose sum is exact in float and lies in a cell qualify for the rounding test (a
-  // lane mask, cheaper than the narrow path's infinite error bound).
+  // lane mask, cheaper than the narrow path's infinite error bound), and in the backward only
+  // those whose bound is finite (not those of non-finite gradients). Qualified lanes have
+  // finite ends, so the bits stored are the test's rounding of the interval.
   __attribute__((always_inline)) static void interpolate_step(char* const* p, int64_t i,
                                                               Redo& redo, const CubicRow* rows) {
     using F = typename N::F;
+    using math::at_most_each;  // or the lanes' own
     constexpr bool kForward = P == Pass::kBiasForward;
     F in[kIn], c[4], d;
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
     const math::DD<F> sum = kForward ? math::two_sum(in[0], in[1]) : math::two_sum(in[1], in[2]);
     const auto in_cell = N::cell(rows, sum.hi, c, d);
-    const auto qualified = in_cell & (sum.lo == F(0.0f));
     const math::Bounded<F> f_or_d1 = math::narrow_cubic<!kForward>(c, d);
+    math::Bounded<F> out;
+    F high;
+    auto qualified = in_cell & (sum.lo == F(0.0f));
     if constexpr (kForward) {
-      const F limit = math::narrow_upper_limit(sum.hi);
-      store_or_redo<true>(p, i, &f_or_d1, redo, &limit, qualified);
+      out = f_or_d1;
+      // f also lies at most at narrow_upper_limit, which caps the interval tested.
+      high = at_most_each(out.value + out.error, math::narrow_upper_limit(sum.hi));
     } else {
-      const math::Bounded<F> out = math::narrow_product(in[0], f_or_d1);
-      store_or_redo(p, i, &out, redo, nullptr, qualified);
+      out = math::narrow_product(in[0], f_or_d1);
+      high = out.value + out.error;
+      qualified = qualified & (out.error < F(__builtin_huge_valf()));
     }
+    typename N::Bits rounded;
+    const uint32_t failed = N::round_interval(static_cast<const T*>(nullptr),
+                                              out.value - out.error, high, qualified, rounded);
+    N::store(reinterpret_cast<T*>(p[0]) + i, rounded);
+    redo_failed(p, i, redo, failed);
   }
 
   // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of

@@ -228,14 +228,29 @@ struct NarrowLanes {
     return unsure(tag, lo, hi, MaskF{_mm256_castsi256_ps(_mm256_set1_epi32(-1))});
   }
   // The same, and every lane not set in `qualified`.
-  GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi, MaskF qualified) {
-    return unsure(tag, lo, hi) | (~static_cast<uint32_t>(_mm256_movemask_ps(qualified.m)) & 0xFFu);
+  template <class T>
+  GELU_SIMD static uint32_t unsure(const T* tag, VecF lo, VecF hi, MaskF qualified) {
+    Bits unused;
+    return round_interval(tag, lo, hi, qualified, unused);
   }
-  GELU_SIMD static uint32_t unsure(const BFloat16*, VecF lo, VecF hi, MaskF qualified) {
+  // That, and hi rounded to the 16-bit type, which in the lanes that pass the test is also the
+  // rounding of every value in [lo, hi] (NaN aside: not for lanes that may pass with NaN ends).
+  GELU_SIMD static uint32_t round_interval(const Float16* tag, VecF lo, VecF hi, MaskF qualified,
+                                           Bits& rounded) {
+    rounded = round(tag, hi);
+    const __m128i equal = _mm_cmpeq_epi16(round(tag, lo), rounded);
+    const uint32_t apart = ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal)));
+    return (apart | ~static_cast<uint32_t>(_mm256_movemask_ps(qualified.m))) & 0xFFu;
+  }
+  // bfloat16: (u + 0x8000) >> 16 rounds pattern u half away from zero, which is to nearest
+  // where no boundary (no half-way pattern) lies between the ends.
+  GELU_SIMD static uint32_t round_interval(const BFloat16*, VecF lo, VecF hi, MaskF qualified,
+                                           Bits& rounded) {
     const __m256i a = _mm256_castps_si256(lo.v), b = _mm256_castps_si256(hi.v);
     const __m256i smaller = _mm256_min_epu32(a, b), larger = _mm256_max_epu32(a, b);
     const __m256i below_smaller = _mm256_srli_epi32(_mm256_add_epi32(smaller, _mm256_set1_epi32(0x7FFF)), 16);
     const __m256i up_to_larger = _mm256_srli_epi32(_mm256_add_epi32(larger, _mm256_set1_epi32(0x8000)), 16);
+    rounded = _mm_packus_epi32(_mm256_castsi256_si128(up_to_larger), _mm256_extracti128_si256(up_to_larger, 1));
     const __m256 sure = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(below_smaller, up_to_larger)), qualified.m);
     return ~static_cast<uint32_t>(_mm256_movemask_ps(sure)) & 0xFFu;
   }

@@ -180,6 +180,21 @@ struct NarrowLanes {
   GELU_SIMD static uint32_t unsure(const T* tag, VecF lo, VecF hi, MaskF qualified) {
     return unsure(tag, lo, hi) | static_cast<__mmask16>(~qualified.m);
   }
+  // That, and hi rounded to the 16-bit type, which in the lanes that pass the test is also the
+  // rounding of every value in [lo, hi] (NaN aside: not for lanes that may pass with NaN ends).
+  template <class T>
+  GELU_SIMD static uint32_t round_interval(const T* tag, VecF lo, VecF hi, MaskF qualified,
+                                           Bits& rounded) {
+    rounded = round_sure(tag, hi);
+    return unsure(tag, lo, hi, qualified);
+  }
+  // float16: as round. bfloat16: (u + 0x8000) >> 16 rounds pattern u half away from zero, which
+  // is to nearest where no boundary (no half-way pattern) lies between the ends.
+  GELU_SIMD static Bits round_sure(const Float16* tag, VecF v) { return round(tag, v); }
+  GELU_SIMD static Bits round_sure(const BFloat16*, VecF v) {
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_castps_si512(v.v), _mm512_set1_epi32(0x8000)), 16));
+  }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
