@@ -367,6 +367,14 @@ GELU_HD DD<V> fast_two_sum(V a, V b) {  // exact if |a| >= |b|
   const V s = a + b;
   return DD<V>{s, b - (s - a)};
 }
+// Whether s, a + b rounded, is a + b exactly. If it is, s - a = b and s - b = a exactly. If not,
+// s minus the operand larger in magnitude is exact (fast_two_sum's s - a) and so differs from the
+// other operand. Infinite or NaN operands or sums are never exact. Fewer operations than
+// two_sum's error compared with 0.
+template <class V>
+GELU_HD auto sum_is_exact(V a, V b, V s) {
+  return ((s - a) == b) & ((s - b) == a);
+}
 template <class V>
 GELU_HD DD<V> two_prod(V a, V b) {  // exact: a b = hi + lo
   const V p = a * b;
@@ -952,7 +960,7 @@ GELU_HD void narrow_value_and_derivative(F x, Bounded<F>& f, Bounded<F>& d1) {
 // float64 path (cpu/loops.h). Relative to f (or to f''s terms), interpolation leaves out below
 // 2^-24 (tanh near |x| = 8; below 2^-27 for |x| < 6), the float operations about 2^-23 of
 // |c0| + |c1 d|. The bound, 2^-20 of |value| + |c1 d| (of 1.25 |value| for f, below), is checked
-// for every float of every cell by tools/check_narrow_bounds.cpp (largest error/bound 0.17). Same
+// for every float of every cell by tools/check_narrow_bounds.cpp (largest error/bound 0.16). Same
 // results as the narrow functions (both are correctly rounded), in less time on AVX2.
 constexpr int kCellBits = 9;
 constexpr uint32_t kCellFirstExponent = 127 - 32, kCellLastExponent = 129;  // exponent fields
@@ -985,18 +993,37 @@ GELU_HD uint32_t cell_first_bits(uint32_t row) {
 
 // The cubic of f (kD1 false) or f' at d, with its bound. f has no zero in a cell, and there
 // |c1 d| < |value| / 4: |d| <= 2^-10 |x|, and |x f'(x) / f(x)| < 128 for |x| < 8 (at most 124,
-// tanh's near x = -8), so 1.25 |value| covers |value| + |c1 d| in two operations fewer. f' has a
-// zero (exact form: at x = -0.75), near which |c1 d| is the larger term.
+// tanh's near x = -8), so 1.25 |value| covers |value| + |c1 d| in two operations fewer; and
+// |f| > 2^-70 in every cell (its least, 3e-21, is tanh's at x = -8), so f's bound needs no
+// absolute term. f' has a zero (exact form: at x = -0.75), near which |c1 d| is the larger term.
+constexpr float kCubicRelativeBound = 1.25f * kNarrowRelativeError;  // f's, relative to |value|
+// (f''s bound relative to |value| + |c1 d| is d1_relative.)
 template <bool kD1, class F>
-GELU_HD Bounded<F> narrow_cubic(const F (&c)[4], F d) {
+GELU_HD Bounded<F> narrow_cubic(const F (&c)[4], F d, float d1_relative = kNarrowRelativeError) {
   const F value = fma(fma(fma(c[3], d, c[2]), d, c[1]), d, c[0]);
   if constexpr (kD1) {
-    return Bounded<F>{value, fma(fabs(value) + fabs(c[1] * d), F(kNarrowRelativeError),
+    return Bounded<F>{value, fma(fabs(value) + fabs(c[1] * d), F(d1_relative),
                                  F(kNarrowAbsoluteError))};
   } else {
-    return Bounded<F>{value, fma(fabs(value), F(1.25f * kNarrowRelativeError),
-                                 F(kNarrowAbsoluteError))};
+    return Bounded<F>{value, fabs(value) * F(kCubicRelativeBound)};
   }
+}
+// The interval that narrow_cubic's bound puts around f's value, from two products: the ends
+// value (1 - 1.25 2^-20) and value (1 + 1.25 2^-20), nearer to 0 and farther from it.
+template <class F>
+GELU_HD void narrow_cubic_ends(F value, F& nearer_zero, F& farther) {
+  nearer_zero = value * F(1.0f - kCubicRelativeBound);
+  farther = value * F(1.0f + kCubicRelativeBound);
+}
+
+// The bias backward's g f' from the cubic of f', with one bound: |g| times f''s bound with
+// kNarrowProductError added to its relative term, plus 2^-126. That covers |g| times f''s bound
+// and the product's rounding (2^-24 |g value|, or 2^-150 in float's subnormal range), as
+// narrow_product's bound does, in two operations fewer.
+template <class F>
+GELU_HD Bounded<F> narrow_cubic_product(F g, const F (&c)[4], F d) {
+  const Bounded<F> d1 = narrow_cubic<true>(c, d, kNarrowRelativeError + kNarrowProductError);
+  return Bounded<F>{g * d1.value, fma(fabs(g), d1.error, F(kNarrowAbsoluteError))};
 }
 
 // An upper limit on f(x) for the rounding test of the bias forward: f(x) < x for x > 0 in every

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "../gelu_math.h"
 #include "../kernels.h"
@@ -100,6 +101,51 @@ struct CubicTable {
     double scale = 1.0;
     for (int i = 0; i < 4; ++i, scale /= half) cubic.c[i] = static_cast<float>(power[i] * scale);
     return cubic;
+  }
+};
+
+// The lanes' comparison results: a vector mask, or bool.
+template <class N>
+using LaneMask = decltype(std::declval<typename N::F>() < std::declval<typename N::F>());
+
+// Two vectors of 16-bit data loaded, and their rounding tests' results stored, together: by the
+// lanes' own load_pair and round_interval_pair where they have them (AVX2 bfloat16: one 32-byte
+// load and one store, in an order of elements that the pair's store undoes), else a vector at a
+// time. Bit j of the failures is element j's.
+template <class N, class T, class = void>
+struct Pairs {
+  using F = typename N::F;
+  using MaskF = LaneMask<N>;
+  __attribute__((always_inline)) static void load(const T* p, F& first, F& second) {
+    first = N::load(p);
+    second = N::load(p + N::kWidth);
+  }
+  __attribute__((always_inline)) static uint32_t round_interval_and_store(
+      T* out, const F (&low)[2], const F (&high)[2], const MaskF (&qualified)[2]) {
+    uint32_t failed = 0;
+    for (int h = 0; h < 2; ++h) {
+      typename N::Bits rounded;
+      failed |= N::round_interval(static_cast<const T*>(nullptr), low[h], high[h], qualified[h],
+                                  rounded)
+                << (h * N::kWidth);
+      N::store(out + h * N::kWidth, rounded);
+    }
+    return failed;
+  }
+};
+template <class N, class T>
+struct Pairs<N, T,
+             std::void_t<decltype(N::load_pair(std::declval<const T*>(),
+                                               std::declval<typename N::F&>(),
+                                               std::declval<typename N::F&>()))>> {
+  using F = typename N::F;
+  using MaskF = LaneMask<N>;
+  __attribute__((always_inline)) static void load(const T* p, F& first, F& second) {
+    N::load_pair(p, first, second);
+  }
+  __attribute__((always_inline)) static uint32_t round_interval_and_store(
+      T* out, const F (&low)[2], const F (&high)[2], const MaskF (&qualified)[2]) {
+    return N::round_interval_pair(out, low, high, qualified);
   }
 };
 
@@ -197,34 +243,61 @@ struct Kernel {
   // Only lanes whose sum is exact in float and lies in a cell qualify for the rounding test (a
   // lane mask, cheaper than the narrow path's infinite error bound), and in the backward only
   // those whose bound is finite (not those of non-finite gradients). Qualified lanes have
-  // finite ends, so the bits stored are the test's rounding of the interval.
-  __attribute__((always_inline)) static void interpolate_step(char* const* p, int64_t i,
-                                                              Redo& redo, const CubicRow* rows) {
+  // finite ends, so the bits stored are the test's rounding of the interval [low, high].
+  struct Interval {
+    typename N::F low, high;
+    LaneMask<N> qualified;
+  };
+  __attribute__((always_inline)) static Interval interpolate(const typename N::F (&in)[kIn],
+                                                             const CubicRow* rows) {
     using F = typename N::F;
     using math::at_most_each;  // or the lanes' own
     constexpr bool kForward = P == Pass::kBiasForward;
-    F in[kIn], c[4], d;
-    for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-    const math::DD<F> sum = kForward ? math::two_sum(in[0], in[1]) : math::two_sum(in[1], in[2]);
-    const auto in_cell = N::cell(rows, sum.hi, c, d);
-    const math::Bounded<F> f_or_d1 = math::narrow_cubic<!kForward>(c, d);
-    math::Bounded<F> out;
-    F high;
-    auto qualified = in_cell & (sum.lo == F(0.0f));
+    const F x = kForward ? in[0] : in[1], b = kForward ? in[1] : in[2], sum = x + b;
+    F c[4], d;
+    const auto in_cell = N::cell(rows, sum, c, d);
+    const LaneMask<N> qualified = in_cell & math::sum_is_exact(x, b, sum);
     if constexpr (kForward) {
-      out = f_or_d1;
-      // f also lies at most at narrow_upper_limit, which caps the interval tested.
-      high = at_most_each(out.value + out.error, math::narrow_upper_limit(sum.hi));
+      // The ends in either order (the rounding test orders them). f also lies at most at
+      // narrow_upper_limit, which caps the end farther from 0 where f > 0.
+      F nearer_zero, farther;
+      math::narrow_cubic_ends(math::narrow_cubic<false>(c, d).value, nearer_zero, farther);
+      return Interval{nearer_zero, at_most_each(farther, math::narrow_upper_limit(sum)),
+                      qualified};
     } else {
-      out = math::narrow_product(in[0], f_or_d1);
-      high = out.value + out.error;
-      qualified = qualified & (out.error < F(__builtin_huge_valf()));
+      const math::Bounded<F> out = math::narrow_cubic_product(in[0], c, d);
+      const LaneMask<N> bounded = qualified & (out.error < F(__builtin_huge_valf()));
+      return Interval{out.value - out.error, out.value + out.error, bounded};
     }
+  }
+
+  __attribute__((always_inline)) static void interpolate_step(char* const* p, int64_t i,
+                                                              Redo& redo, const CubicRow* rows) {
+    typename N::F in[kIn];
+    for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
+    const Interval result = interpolate(in, rows);
     typename N::Bits rounded;
-    const uint32_t failed = N::round_interval(static_cast<const T*>(nullptr),
-                                              out.value - out.error, high, qualified, rounded);
+    const uint32_t failed = N::round_interval(static_cast<const T*>(nullptr), result.low,
+                                              result.high, result.qualified, rounded);
     N::store(reinterpret_cast<T*>(p[0]) + i, rounded);
     redo_failed(p, i, redo, failed);
+  }
+
+  // Two vectors at once, through the lanes' paired loads and stores (Pairs, above).
+  __attribute__((always_inline)) static void interpolate_pair(char* const* p, int64_t i,
+                                                              Redo& redo, const CubicRow* rows) {
+    using Pair = Pairs<N, T>;
+    typename N::F in[2][kIn];
+    for (int k = 0; k < kIn; ++k)
+      Pair::load(reinterpret_cast<const T*>(p[kOut + k]) + i, in[0][k], in[1][k]);
+    const Interval first = interpolate(in[0], rows), second = interpolate(in[1], rows);
+    const uint32_t failed = Pair::round_interval_and_store(
+        reinterpret_cast<T*>(p[0]) + i, {first.low, second.low}, {first.high, second.high},
+        {first.qualified, second.qualified});
+    if (__builtin_expect(failed == 0, 1)) return;
+    constexpr uint32_t kLanes = uint32_t((uint64_t(1) << kWidth) - 1);
+    if (failed & kLanes) redo.add(p, i, failed & kLanes);
+    if (failed >> kWidth) redo.add(p, i + kWidth, failed >> kWidth);
   }
 
   // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
@@ -310,8 +383,12 @@ struct Kernel {
         for (int k = kOut; k < kOperands; ++k)
           for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
             __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 3);
-      step(p, i, redo, lookups);
-      step(p, i + kWidth, redo, lookups);
+      if constexpr (kInterpolate) {
+        interpolate_pair(p, i, redo, lookups);
+      } else {
+        step(p, i, redo, lookups);
+        step(p, i + kWidth, redo, lookups);
+      }
     }
     for (; i + kWidth <= n; i += kWidth) step(p, i, redo, lookups);
     redo.flush(p);

@@ -225,34 +225,58 @@ struct NarrowLanes {
     return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal))) & 0xFFu;
   }
   GELU_SIMD static uint32_t unsure(const BFloat16* tag, VecF lo, VecF hi) {
-    return unsure(tag, lo, hi, MaskF{_mm256_castsi256_ps(_mm256_set1_epi32(-1))});
-  }
-  // The same, and every lane not set in `qualified`.
-  template <class T>
-  GELU_SIMD static uint32_t unsure(const T* tag, VecF lo, VecF hi, MaskF qualified) {
     Bits unused;
-    return round_interval(tag, lo, hi, qualified, unused);
+    return round_interval(tag, lo, hi, MaskF{_mm256_castsi256_ps(_mm256_set1_epi32(-1))}, unused);
   }
-  // That, and hi rounded to the 16-bit type, which in the lanes that pass the test is also the
-  // rounding of every value in [lo, hi] (NaN aside: not for lanes that may pass with NaN ends).
+  // That, or not `qualified`; and hi rounded to the 16-bit type, which in the lanes that pass
+  // the test is also the rounding of every value in [lo, hi] (NaN aside: not for lanes that may
+  // pass with NaN ends). lo and hi may come in either order.
   GELU_SIMD static uint32_t round_interval(const Float16* tag, VecF lo, VecF hi, MaskF qualified,
                                            Bits& rounded) {
     rounded = round(tag, hi);
-    const __m128i equal = _mm_cmpeq_epi16(round(tag, lo), rounded);
-    const uint32_t apart = ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal)));
-    return (apart | ~static_cast<uint32_t>(_mm256_movemask_ps(qualified.m))) & 0xFFu;
+    return (unsure(tag, lo, hi) | ~static_cast<uint32_t>(_mm256_movemask_ps(qualified.m))) & 0xFFu;
   }
   // bfloat16: (u + 0x8000) >> 16 rounds pattern u half away from zero, which is to nearest
   // where no boundary (no half-way pattern) lies between the ends.
   GELU_SIMD static uint32_t round_interval(const BFloat16*, VecF lo, VecF hi, MaskF qualified,
                                            Bits& rounded) {
+    __m256i wide;
+    const __m256 sure = bfloat16_interval(lo, hi, qualified, wide);
+    rounded = _mm_packus_epi32(_mm256_castsi256_si128(wide), _mm256_extracti128_si256(wide, 1));
+    return ~static_cast<uint32_t>(_mm256_movemask_ps(sure)) & 0xFFu;
+  }
+  // All-ones in the lanes that pass the test, and the rounding in the low 16 bits of each lane.
+  GELU_SIMD static __m256 bfloat16_interval(VecF lo, VecF hi, MaskF qualified, __m256i& rounded) {
     const __m256i a = _mm256_castps_si256(lo.v), b = _mm256_castps_si256(hi.v);
     const __m256i smaller = _mm256_min_epu32(a, b), larger = _mm256_max_epu32(a, b);
     const __m256i below_smaller = _mm256_srli_epi32(_mm256_add_epi32(smaller, _mm256_set1_epi32(0x7FFF)), 16);
-    const __m256i up_to_larger = _mm256_srli_epi32(_mm256_add_epi32(larger, _mm256_set1_epi32(0x8000)), 16);
-    rounded = _mm_packus_epi32(_mm256_castsi256_si128(up_to_larger), _mm256_extracti128_si256(up_to_larger, 1));
-    const __m256 sure = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(below_smaller, up_to_larger)), qualified.m);
-    return ~static_cast<uint32_t>(_mm256_movemask_ps(sure)) & 0xFFu;
+    rounded = _mm256_srli_epi32(_mm256_add_epi32(larger, _mm256_set1_epi32(0x8000)), 16);
+    return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(below_smaller, rounded)), qualified.m);
+  }
+  // Two vectors of bfloat16 (loops.h's Pairs) from one 32-byte load: unpacking with zeros puts
+  // each element in the high half of a 32-bit lane, which makes it a float without a shift.
+  // `first` holds elements 0-3 and 8-11, `second` 4-7 and 12-15: the order in which a pack of
+  // the two (round_interval_pair) puts them back.
+  GELU_SIMD static void load_pair(const BFloat16* p, VecF& first, VecF& second) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    first = VecF(_mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), v)));
+    second = VecF(_mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v)));
+  }
+  // round_interval of both, stored to out[0, 16) with one pack and one store; bit j of the result
+  // set where element j fails.
+  GELU_SIMD static uint32_t round_interval_pair(BFloat16* out, const VecF (&lo)[2],
+                                                const VecF (&hi)[2], const MaskF (&qualified)[2]) {
+    __m256i rounded[2];
+    const __m256 sure0 = bfloat16_interval(lo[0], hi[0], qualified[0], rounded[0]);
+    const __m256 sure1 = bfloat16_interval(lo[1], hi[1], qualified[1], rounded[1]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_packus_epi32(rounded[0], rounded[1]));
+    // The masks packed the same way: 2 bits per element, in element order.
+    const uint32_t unsure = ~static_cast<uint32_t>(_mm256_movemask_epi8(
+        _mm256_packs_epi32(_mm256_castps_si256(sure0), _mm256_castps_si256(sure1))));
+    if (__builtin_expect(unsure == 0, 1)) return 0;
+    uint32_t failed = 0;
+    for (int j = 0; j < 16; ++j) failed |= (unsure >> (2 * j) & 1u) << j;
+    return failed;
   }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
