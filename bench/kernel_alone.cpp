@@ -8,7 +8,8 @@
 //       bench/kernel_alone.cpp -o /tmp/kernel_alone && /tmp/kernel_alone
 //
 // PASS: kBiasForward or kBiasBackward; VARIANT: kNone (default), kTanh or kSigmoid; SIGMA (2);
-// COLUMN_SUMS=1 also adds each backward row to the bias gradient's column sums, as ops.cpp does.
+// COLUMN_SUMS=1 also adds the backward's rows to the bias gradient's column sums, two at a time, as
+// ops.cpp does.
 // AVX2 kernels: the instruction count of their inner loop is in `objdump -d` of the binary.
 #include <immintrin.h>
 #include <math.h>
@@ -80,9 +81,10 @@ int main() {
         } else {
           char* p[4] = {row_out, row_grad, row_x, b};
           Kernel::contiguous(p, kColumns);
-          if (COLUMN_SUMS)
-            avx2::ColumnSums<avx2::Lanes, BFloat16>::run(row_out, 2, kColumns, 1, hi.data(),
-                                                         lo.data());
+          // Two rows at a time, as ops.cpp adds each run of 4096 elements.
+          if (COLUMN_SUMS && r % 2 == 1)
+            avx2::ColumnSums<avx2::Lanes, BFloat16>::run(row_out - 2 * kColumns, 2, kColumns, 2,
+                                                         2 * kColumns, 1, hi.data(), lo.data());
         }
       }
     }

@@ -48,11 +48,13 @@ namespace cpu {
 // the inner dimension, then num_operands of the outer one.
 void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
               const int64_t* strides, int64_t size0, int64_t size1);
-// Adds n values of a bias gradient (byte stride `stride`) to per-column double sums: value i to
+// Adds `rows` rows of n values of a bias gradient (value i of row r at byte offset
+// r * row_stride + i * stride) to per-column double sums, row after row: value i to
 // hi[i * column_step] (column_step 1, or 0 where the values run down one column), and for float64
-// values the sums' rounding errors to lo[i * column_step].
-void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t n,
-                        int64_t column_step, double* hi, double* lo);
+// values the sums' rounding errors to lo[i * column_step]. The same sums as a call per row, with
+// fewer loads and stores of them.
+void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t n, int64_t rows,
+                        int64_t row_stride, int64_t column_step, double* hi, double* lo);
 // The instruction set of the kernels run_loop uses on this CPU: "avx512", "avx2" or "portable".
 const char* isa();
 // Asks Linux to back the 2 MB pages wholly inside [data, data + bytes), a new and untouched

@@ -302,10 +302,12 @@ std::tuple<at::Tensor, at::Tensor> bias_gelu_backward_cpu(const at::Tensor& grad
           const int64_t rows = std::min(rows_per_chunk, size1 - j);
           for (int k = 0; k < kOperands; ++k) chunk[k] = data[k] + j * outer[k];
           cpu::run_loop(Pass::kBiasBackward, a, dtype, chunk, strides, size0, rows);
-          for (int64_t r = 0; r < rows; ++r) {
+          // Rows that start at the same column (the bias does not move between them) in one call.
+          const int64_t group = outer[kBias] == 0 ? rows : 1;
+          for (int64_t r = 0; r < rows; r += group) {
             const int64_t first = (chunk[kBias] + r * outer[kBias] - bias_data) / element_size;
-            cpu::add_to_column_sums(dtype, chunk[0] + r * outer[0], strides[0], size0, column_step,
-                                    hi + first, lo + first);
+            cpu::add_to_column_sums(dtype, chunk[0] + r * outer[0], strides[0], size0, group,
+                                    outer[0], column_step, hi + first, lo + first);
           }
         }
       },

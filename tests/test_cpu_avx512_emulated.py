@@ -86,8 +86,8 @@ def emulated():
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     lib.emulated_run_loop.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                       ctypes.POINTER(pointer), ctypes.POINTER(i64), i64, i64]
-    lib.emulated_add_to_column_sums.argtypes = [ctypes.c_int, pointer, i64, i64, i64, pointer,
-                                                pointer]
+    lib.emulated_add_to_column_sums.argtypes = [ctypes.c_int, pointer, i64, i64, i64, i64, i64,
+                                                pointer, pointer]
     return lib
 
 
@@ -187,8 +187,8 @@ def round_column_sum(hi, lo, dtype):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_bias_gradient_column_sums(emulated, dtype):
     """The bias gradient's sums, accumulated row by row (33 columns: whole vectors and a rest),
-    equal the op's on one thread; and summed down one column at a time (column_step 0) they
-    give the same sums."""
+    equal the op's on one thread; and summed in one call over every row, or down one column at
+    a time (column_step 0), they give the same sums."""
     rows, cols = 200, 33
     grad, x, bias = make_inputs(["grad", "x", "bias"], rows * cols, dtype)
     grad, x, bias = grad.view(rows, cols), x.view(rows, cols), bias[:cols]
@@ -202,11 +202,16 @@ def test_bias_gradient_column_sums(emulated, dtype):
     by_rows = [torch.zeros(cols, dtype=torch.float64) for _ in range(2)]
     for r in range(rows):
         emulated.emulated_add_to_column_sums(DTYPE_CODES[dtype], grad_input[r].data_ptr(), size,
-                                             cols, 1, *[t.data_ptr() for t in by_rows])
+                                             cols, 1, 0, 1, *[t.data_ptr() for t in by_rows])
     assert_same_bits(round_column_sum(*by_rows, dtype), grad_bias, f"grad_bias, {dtype}")
+    at_once = [torch.zeros(cols, dtype=torch.float64) for _ in range(2)]
+    emulated.emulated_add_to_column_sums(DTYPE_CODES[dtype], grad_input.data_ptr(), size, cols,
+                                         rows, cols * size, 1, *[t.data_ptr() for t in at_once])
     down = [torch.zeros(cols, dtype=torch.float64) for _ in range(2)]
     for c in range(cols):
         emulated.emulated_add_to_column_sums(DTYPE_CODES[dtype], grad_input[:, c].data_ptr(),
-                                             cols * size, rows, 0, *[t[c:].data_ptr() for t in down])
-    for got, want in zip(down, by_rows):
-        assert_same_bits(got, want, f"sums down the columns, {dtype}")
+                                             cols * size, rows, 1, 0, 0,
+                                             *[t[c:].data_ptr() for t in down])
+    for sums, how in [(at_once, "every row in one call"), (down, "down the columns")]:
+        for got, want in zip(sums, by_rows):
+            assert_same_bits(got, want, f"sums {how}, {dtype}")

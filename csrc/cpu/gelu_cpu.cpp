@@ -13,12 +13,14 @@ namespace gelu_ext {
 namespace cpu {
 
 using RunLoop = void (*)(Pass, Approximate, DType, char**, const int64_t*, int64_t, int64_t);
-using AddToColumnSums = void (*)(DType, const char*, int64_t, int64_t, int64_t, double*, double*);
+using AddToColumnSums = void (*)(DType, const char*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                 double*, double*);
 
 #define GELU_DECLARE_ISA(isa) \
   namespace isa {             \
   void run_loop(Pass, Approximate, DType, char**, const int64_t*, int64_t, int64_t); \
-  void add_to_column_sums(DType, const char*, int64_t, int64_t, int64_t, double*, double*); \
+  void add_to_column_sums(DType, const char*, int64_t, int64_t, int64_t, int64_t, int64_t, double*, \
+                          double*);                                                         \
   }
 GELU_DECLARE_ISA(portable)
 #if defined(__x86_64__) || defined(_M_X64)
@@ -79,9 +81,9 @@ void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
   chosen().run(pass, approximate, dtype, data, strides, size0, size1);
 }
 
-void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t n,
-                        int64_t column_step, double* hi, double* lo) {
-  chosen().add_to_column_sums(dtype, values, stride, n, column_step, hi, lo);
+void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t n, int64_t rows,
+                        int64_t row_stride, int64_t column_step, double* hi, double* lo) {
+  chosen().add_to_column_sums(dtype, values, stride, n, rows, row_stride, column_step, hi, lo);
 }
 
 const char* isa() { return chosen().name; }

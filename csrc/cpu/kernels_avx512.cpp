@@ -28,9 +28,9 @@ void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
   run<Lanes>(pass, approximate, dtype, data, strides, size0, size1);
 }
 
-void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t n,
-                        int64_t column_step, double* hi, double* lo) {
-  column_sums<Lanes>(dtype, values, stride, n, column_step, hi, lo);
+void add_to_column_sums(DType dtype, const char* values, int64_t stride, int64_t n, int64_t rows,
+                        int64_t row_stride, int64_t column_step, double* hi, double* lo) {
+  column_sums<Lanes>(dtype, values, stride, n, rows, row_stride, column_step, hi, lo);
 }
 
 }  // namespace avx512

@@ -441,10 +441,12 @@ struct Kernel {
   }
 };
 
-// Bias gradients: adds n values of type T (byte stride `stride`) to running column sums, value i
-// to column i * column_step (column_step 1, or 0 where the block runs down one column). float64
-// values are summed with their rounding errors kept in lo (a compensated sum); the others in plain
-// double, whose rounding errors lie far below the final rounding to T.
+// Bias gradients: adds `rows` rows of n values of type T (byte stride `stride`, rows
+// `row_stride` apart) to running column sums, value i to column i * column_step (column_step 1,
+// or 0 where the block runs down one column), row after row. float64 values are summed with their
+// rounding errors kept in lo (a compensated sum); the others in plain double, whose rounding
+// errors lie far below the final rounding to T. Each vector of sums is loaded and stored once
+// for two rows (the loads and stores of the sums cost as much as the additions).
 template <class L, class T>
 struct ColumnSums {
   static constexpr bool kCompensated = std::is_same<T, double>::value;
@@ -461,44 +463,55 @@ struct ColumnSums {
     }
   }
 
-  static void run(const char* values, int64_t stride, int64_t n, int64_t column_step, double* hi,
-                  double* lo) {
+  static void run(const char* values, int64_t stride, int64_t n, int64_t rows, int64_t row_stride,
+                  int64_t column_step, double* hi, double* lo) {
     int64_t i = 0;
     if (stride == sizeof(T) && column_step == 1) {
-      const T* v = reinterpret_cast<const T*>(values);
-      for (; i + kWidth <= n; i += kWidth) {
-        typename L::V h = L::load(hi + i), l = 0.0;
-        if (kCompensated) l = L::load(lo + i);
-        add(L::load(v + i), h, l);
-        L::store(hi + i, h);
-        if (kCompensated) L::store(lo + i, l);
+      // Two rows per pass (a loop over the rows inside took as long as a pass per row), then
+      // the last row of an odd count.
+      const int64_t whole = n - n % kWidth;
+      for (int64_t r = 0; r < rows; r += 2) {
+        const T* first = reinterpret_cast<const T*>(values + r * row_stride);
+        const T* second = reinterpret_cast<const T*>(values + (r + 1) * row_stride);
+        const bool pair = r + 1 < rows;
+        for (i = 0; i < whole; i += kWidth) {
+          typename L::V h = L::load(hi + i), l = 0.0;
+          if (kCompensated) l = L::load(lo + i);
+          add(L::load(first + i), h, l);
+          if (pair) add(L::load(second + i), h, l);
+          L::store(hi + i, h);
+          if (kCompensated) L::store(lo + i, l);
+        }
       }
     }
     // The rest, and every element of other layouts, converted a vector's worth at a time.
-    for (; i < n; i += kWidth) {
-      const int64_t count = n - i < kWidth ? n - i : kWidth;
-      T v[kWidth] = {};
-      for (int64_t e = 0; e < count; ++e) std::memcpy(&v[e], values + (i + e) * stride, sizeof(T));
-      double value[kWidth];
-      L::store(value, L::load(v));
-      for (int64_t e = 0; e < count; ++e) {
-        add(value[e], hi[(i + e) * column_step], lo[(i + e) * column_step]);
+    for (int64_t r = 0; r < rows; ++r) {
+      const char* row = values + r * row_stride;
+      for (int64_t j = i; j < n; j += kWidth) {
+        const int64_t count = n - j < kWidth ? n - j : kWidth;
+        T v[kWidth] = {};
+        for (int64_t e = 0; e < count; ++e) std::memcpy(&v[e], row + (j + e) * stride, sizeof(T));
+        double value[kWidth];
+        L::store(value, L::load(v));
+        for (int64_t e = 0; e < count; ++e) {
+          add(value[e], hi[(j + e) * column_step], lo[(j + e) * column_step]);
+        }
       }
     }
   }
 };
 
 template <class L>
-void column_sums(DType dtype, const char* values, int64_t stride, int64_t n, int64_t column_step,
-                 double* hi, double* lo) {
+void column_sums(DType dtype, const char* values, int64_t stride, int64_t n, int64_t rows,
+                 int64_t row_stride, int64_t column_step, double* hi, double* lo) {
+#define GELU_SUMS(T) ColumnSums<L, T>::run(values, stride, n, rows, row_stride, column_step, hi, lo)
   switch (dtype) {
-    case DType::kFloat32: return ColumnSums<L, float>::run(values, stride, n, column_step, hi, lo);
-    case DType::kFloat64: return ColumnSums<L, double>::run(values, stride, n, column_step, hi, lo);
-    case DType::kFloat16:
-      return ColumnSums<L, Float16>::run(values, stride, n, column_step, hi, lo);
-    case DType::kBFloat16:
-      return ColumnSums<L, BFloat16>::run(values, stride, n, column_step, hi, lo);
+    case DType::kFloat32: return GELU_SUMS(float);
+    case DType::kFloat64: return GELU_SUMS(double);
+    case DType::kFloat16: return GELU_SUMS(Float16);
+    case DType::kBFloat16: return GELU_SUMS(BFloat16);
   }
+#undef GELU_SUMS
 }
 
 template <class L, Approximate A, class T>

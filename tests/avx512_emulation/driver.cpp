@@ -12,8 +12,8 @@ extern "C" void emulated_run_loop(int pass, int approximate, int dtype, char** d
 }
 
 extern "C" void emulated_add_to_column_sums(int dtype, const char* values, int64_t stride,
-                                            int64_t n, int64_t column_step, double* hi,
-                                            double* lo) {
+                                            int64_t n, int64_t rows, int64_t row_stride,
+                                            int64_t column_step, double* hi, double* lo) {
   gelu_ext::cpu::avx512::add_to_column_sums(static_cast<gelu_ext::DType>(dtype), values, stride, n,
-                                            column_step, hi, lo);
+                                            rows, row_stride, column_step, hi, lo);
 }
