@@ -1057,9 +1057,7 @@ GELU_HD Bounded<F> narrow_product(F a, Bounded<F> b) {  // a * b, a exact
 template <class F>
 GELU_HD F narrow_sum(F x, F b, F& inexact) {
   const F z = x + b;
-  const F bb = z - x;
-  const F error = (x - (z - bb)) + (b - bb);
-  inexact = select(error != F(0.0f), F(__builtin_huge_valf()), F(0.0f));
+  inexact = select(sum_is_exact(x, b, z), F(0.0f), F(__builtin_huge_valf()));
   return z;
 }
 

@@ -172,6 +172,22 @@ def test_every_16bit_input_forward_and_backward(emulated, dtype, approximate):
         assert_agree(out, expected, 0, f"{pass_name}, {dtype}")
 
 
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_bias_sums_that_float_cannot_hold(emulated, dtype, approximate):
+    """16-bit x + b whose float sum is inexact (b 17 or more binades below x) go to the double
+    path, as on the CPU: for x in (-8, -4] the lost bits decide some 16-bit roundings."""
+    every = all_values(dtype).double()
+    x = every[(every <= -4) & (every > -8)]
+    b = every[(every.abs() >= 2.0**-20) & (every.abs() < 2.0**-11)]
+    x, b = x.repeat_interleave(len(b)), b.repeat(len(x))
+    inexact = (x.float() + b.float()).double() != x + b
+    x, b = x[inexact].to(dtype), b[inexact].to(dtype)
+    grad = torch.ones_like(x)
+    for pass_name, inputs in [("bias_forward", [x, b]), ("bias_backward", [grad, x, b])]:
+        check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, x.shape,
+                   f"{len(x)} inexact sums")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES])
 def test_results_within_bounds_of_the_exact_values(emulated, dtype, approximate):
     """Against the float64 reference, not the CPU kernels: f and f' (the backward with grad 1)
