@@ -995,9 +995,9 @@ GELU_HD uint32_t cell_first_bits(uint32_t row) {
 // |c1 d| < |value| / 4: |d| <= 2^-10 |x|, and |x f'(x) / f(x)| < 128 for |x| < 8 (at most 124,
 // tanh's near x = -8), so 1.25 |value| covers |value| + |c1 d| in two operations fewer; and
 // |f| > 2^-70 in every cell (its least, 3e-21, is tanh's at x = -8), so f's bound needs no
-// absolute term. f' has a zero (exact form: at x = -0.75), near which |c1 d| is the larger term.
+// absolute term. f' has a zero (exact form: at x = -0.75), near which |c1 d| is the larger term;
+// its bound is d1_relative of |value| + |c1 d|.
 constexpr float kCubicRelativeBound = 1.25f * kNarrowRelativeError;  // f's, relative to |value|
-// (f''s bound relative to |value| + |c1 d| is d1_relative.)
 template <bool kD1, class F>
 GELU_HD Bounded<F> narrow_cubic(const F (&c)[4], F d, float d1_relative = kNarrowRelativeError) {
   const F value = fma(fma(fma(c[3], d, c[2]), d, c[1]), d, c[0]);

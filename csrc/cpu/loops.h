@@ -179,9 +179,13 @@ struct Kernel {
     int32_t index[kCapacity + 16];
     int count = 0;
 
+    // lanes: of the vector at i, or of two (a pair step), a vector's worth at a time.
     __attribute__((always_inline)) void add(char* const* p, int64_t i, uint32_t lanes) {
-      count += N::append_lanes(index + count, static_cast<int32_t>(i), lanes);
-      if (__builtin_expect(count > kCapacity, 0)) flush(p);
+      constexpr uint32_t kVector = uint32_t((uint64_t(1) << N::kWidth) - 1);
+      for (; lanes != 0; lanes >>= N::kWidth, i += N::kWidth) {
+        count += N::append_lanes(index + count, static_cast<int32_t>(i), lanes & kVector);
+        if (__builtin_expect(count > kCapacity, 0)) flush(p);
+      }
     }
     void flush(char* const* p) {
       for (int first = 0; first < count; first += L::kWidth) {
@@ -294,10 +298,7 @@ struct Kernel {
     const uint32_t failed = Pair::round_interval_and_store(
         reinterpret_cast<T*>(p[0]) + i, {first.low, second.low}, {first.high, second.high},
         {first.qualified, second.qualified});
-    if (__builtin_expect(failed == 0, 1)) return;
-    constexpr uint32_t kLanes = uint32_t((uint64_t(1) << kWidth) - 1);
-    if (failed & kLanes) redo.add(p, i, failed & kLanes);
-    if (failed >> kWidth) redo.add(p, i + kWidth, failed >> kWidth);
+    redo_failed(p, i, redo, failed);
   }
 
   // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
@@ -465,29 +466,26 @@ struct ColumnSums {
 
   static void run(const char* values, int64_t stride, int64_t n, int64_t rows, int64_t row_stride,
                   int64_t column_step, double* hi, double* lo) {
-    int64_t i = 0;
-    if (stride == sizeof(T) && column_step == 1) {
-      // Two rows per pass (a loop over the rows inside took as long as a pass per row), then
-      // the last row of an odd count.
-      const int64_t whole = n - n % kWidth;
-      for (int64_t r = 0; r < rows; r += 2) {
-        const T* first = reinterpret_cast<const T*>(values + r * row_stride);
-        const T* second = reinterpret_cast<const T*>(values + (r + 1) * row_stride);
-        const bool pair = r + 1 < rows;
-        for (i = 0; i < whole; i += kWidth) {
-          typename L::V h = L::load(hi + i), l = 0.0;
-          if (kCompensated) l = L::load(lo + i);
-          add(L::load(first + i), h, l);
-          if (pair) add(L::load(second + i), h, l);
-          L::store(hi + i, h);
-          if (kCompensated) L::store(lo + i, l);
-        }
+    // Whole vectors of contiguous columns; two rows per pass (a loop over the rows inside took
+    // as long as a pass per row), then the last row of an odd count.
+    const int64_t vectorized = stride == sizeof(T) && column_step == 1 ? n - n % kWidth : 0;
+    for (int64_t r = 0; r < rows; r += 2) {
+      const bool pair = r + 1 < rows;
+      const T* first = reinterpret_cast<const T*>(values + r * row_stride);
+      const T* second = pair ? reinterpret_cast<const T*>(values + (r + 1) * row_stride) : first;
+      for (int64_t i = 0; i < vectorized; i += kWidth) {
+        typename L::V h = L::load(hi + i), l = 0.0;
+        if (kCompensated) l = L::load(lo + i);
+        add(L::load(first + i), h, l);
+        if (pair) add(L::load(second + i), h, l);
+        L::store(hi + i, h);
+        if (kCompensated) L::store(lo + i, l);
       }
     }
     // The rest, and every element of other layouts, converted a vector's worth at a time.
     for (int64_t r = 0; r < rows; ++r) {
       const char* row = values + r * row_stride;
-      for (int64_t j = i; j < n; j += kWidth) {
+      for (int64_t j = vectorized; j < n; j += kWidth) {
         const int64_t count = n - j < kWidth ? n - j : kWidth;
         T v[kWidth] = {};
         for (int64_t e = 0; e < count; ++e) std::memcpy(&v[e], row + (j + e) * stride, sizeof(T));
