@@ -261,6 +261,30 @@ def test_bias_gelu_matches_composition(device, approximate):
                                torch.autograd.grad(y_ref, (x, b), g), rtol=1e-12, atol=1e-14)
 
 
+def test_float64_bias_gelu_is_gelu_of_the_rounded_sum(device, approximate):
+    """float64 operands: the sum is rounded once and f computed at it as gelu computes it, so
+    bias_gelu(x, b) and gelu(x + b) are the same bits, signed zeros included (-0 + -0 = -0, whose
+    f is -0), on each side of the CPU single path's domain edges and where x + b is not finite."""
+    edges = [0.0, 1e-310, 5e-324, 1e-20, 0.75, 19.99, 20.01, 36.99, 37.0, 37.01, 38.0, 40.5, 379.9,
+             380.1, 1e300]
+    special = torch.tensor([v for e in edges for v in (e, -e)] + [-0.0, float("nan")] * 2,
+                           dtype=torch.float64)
+    x = torch.cat([randn(200, dtype=torch.float64, scale=4.0), special, special, special,
+                   torch.tensor([1e308, float("inf"), -float("inf"), 1.0], dtype=torch.float64)])
+    b = torch.cat([randn(200, dtype=torch.float64, scale=4.0, seed=1), torch.zeros_like(special),
+                   -torch.zeros_like(special), special.flip(0) * 0.5,
+                   torch.tensor([1e308, 1.0, -float("inf"), -1.0], dtype=torch.float64)])
+    x, b = x.to(device), b.to(device)
+    # A bias per column (x one row), and one bias for every row (x one column).
+    for got, want, what in ((gelu_ext.bias_gelu(x.view(1, -1), b, approximate).view(-1),
+                             gelu_ext.gelu(x + b, approximate), "a bias per column"),
+                            (gelu_ext.bias_gelu(x.view(-1, 1), b[:1], approximate).view(-1),
+                             gelu_ext.gelu(x + b[0], approximate), "one bias")):
+        same = (got.isnan() & want.isnan()) | ((got == want) & (got.signbit() == want.signbit()))
+        assert same.all(), (f"{what}: bias_gelu {got[~same][:4].tolist()} against gelu "
+                            f"{want[~same][:4].tolist()} at x = {x[~same][:4].tolist()}")
+
+
 # ---------------------------------------------------------------------------------------------
 # geglu
 
