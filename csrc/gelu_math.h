@@ -1216,15 +1216,30 @@ GELU_HD DD<F> exact_single_factor(M negative, DD<F> v, F k) {
   return select(negative, scaled, dd_one_minus(scaled));
 }
 
-// The forward passes only (has_single_path, below): the gate Phi(x), and f = x Phi if kWant & kF.
+// The gate Phi(x), f = x Phi if kWant & kF, and f' = Phi + x phi if kWant & kD1 (from E S, as
+// exact_derivative_f64 forms it).
 template <int kWant, class F>
 GELU_HD SingleParts<F> exact_single(F x) {
-  static_assert(!(kWant & kD1), "the exact form's backward passes take the double-double path");
   const TailF64<F> q = tail_f64(x);
+  const auto negative = x < F(0.0);
   SingleParts<F> r{};
-  r.gate = exact_single_factor(x < F(0.0), dd_mul(q.gauss.m, q.r), q.gauss.k);
+  r.gate = exact_single_factor(negative, dd_mul(q.gauss.m, q.r), q.gauss.k);
   if (kWant & kF) r.value = single_pair_times(x, F(0.0), r.gate);
+  if (kWant & kD1) {
+    const DD<F> slope = dd_mul(dd<F>(kInvSqrt2PiHi, kInvSqrt2PiLo), q.t);
+    r.slope = exact_single_factor(negative, dd_mul(q.gauss.m, dd_add(q.r, dd_neg(slope))),
+                                  q.gauss.k);
+  }
   return r;
+}
+
+// The exact form's backward passes round f' to double and multiply it by the gradient, as the
+// double-double path does (and with the same bits): the product is then IEEE's, zeros, infinities
+// and NaN of the gradient included, and needs no check (single_result, below).
+template <class F>
+GELU_HD F exact_single_slope(F x) {
+  const DD<F> slope = exact_single<kD1>(x).slope;
+  return slope.hi + slope.lo;
 }
 
 template <Approximate A, int kWant, class F>
@@ -1256,15 +1271,12 @@ GELU_HD Bounded<F> single_result(F value, F domain_error) {
   return Bounded<F>{value, domain_error + error};
 }
 
-// The passes the single path serves, for float64 data: every pass but the double backward for
-// the gated forms, the forward passes for the exact form. (Its backward passes measured 1-3%
-// slower on the single path than on the double-double path, whose assembly costs less there
-// than the single path's checks of the gradient's product; the forward 16% faster.)
+// The passes the single path serves, for float64 data: every pass but the double backward (and
+// for the exact form, the GEGLU backward, which stays on the double-double path).
 template <Pass P, Approximate A, bool kFloat64>
 constexpr bool has_single_path() {
   if (!kFloat64 || P == Pass::kDoubleBackward) return false;
-  return A != Approximate::kNone || P == Pass::kForward || P == Pass::kBiasForward ||
-         P == Pass::kGegluForward;
+  return A != Approximate::kNone || P != Pass::kGegluBackward;
 }
 
 template <Pass P, Approximate A>
@@ -1274,6 +1286,8 @@ struct SinglePassMath {
     if constexpr (P == Pass::kForward) {
       const SingleParts<F> g = single_parts<A, kF>(in[0]);
       out[0] = Bounded<F>{single_times(in[0], g.gate), single_domain_error<A>(in[0])};
+    } else if constexpr (P == Pass::kBackward && A == Approximate::kNone) {
+      out[0] = Bounded<F>{in[0] * exact_single_slope(in[1]), single_domain_error<A>(in[1])};
     } else if constexpr (P == Pass::kBackward) {
       const SingleParts<F> g = single_parts<A, kD1>(in[1]);
       out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(in[1]));
@@ -1281,6 +1295,9 @@ struct SinglePassMath {
       // z rounded, as the double-double path rounds it; then f(z) as the forward computes it.
       const F z = in[0] + in[1];
       out[0] = Bounded<F>{single_times(z, single_parts<A, 0>(z).gate), single_domain_error<A>(z)};
+    } else if constexpr (P == Pass::kBiasBackward && A == Approximate::kNone) {
+      const F z = in[1] + in[2];
+      out[0] = Bounded<F>{in[0] * exact_single_slope(z), single_domain_error<A>(z)};
     } else if constexpr (P == Pass::kBiasBackward) {
       const F z = in[1] + in[2];
       const SingleParts<F> g = single_parts<A, kD1>(z);
