@@ -1233,9 +1233,9 @@ GELU_HD SingleParts<F> exact_single(F x) {
   return r;
 }
 
-// The exact form's backward passes round f' to double and multiply it by the gradient, as the
-// double-double path does (and with the same bits): the product is then IEEE's, zeros, infinities
-// and NaN of the gradient included, and needs no check (single_result, below).
+// The exact form's backward passes round f' to double and multiply it by the gradient (and up),
+// as the double-double path does: the products are then IEEE's, zeros, infinities and NaN of the
+// other operands included, and need no check (single_result, below).
 template <class F>
 GELU_HD F exact_single_slope(F x) {
   const DD<F> slope = exact_single<kD1>(x).slope;
@@ -1271,12 +1271,10 @@ GELU_HD Bounded<F> single_result(F value, F domain_error) {
   return Bounded<F>{value, domain_error + error};
 }
 
-// The passes the single path serves, for float64 data: every pass but the double backward (and
-// for the exact form, the GEGLU backward, which stays on the double-double path).
+// The passes the single path serves: every pass but the double backward, for float64 data.
 template <Pass P, Approximate A, bool kFloat64>
 constexpr bool has_single_path() {
-  if (!kFloat64 || P == Pass::kDoubleBackward) return false;
-  return A != Approximate::kNone || P != Pass::kGegluBackward;
+  return P != Pass::kDoubleBackward && kFloat64;
 }
 
 template <Pass P, Approximate A>
@@ -1305,6 +1303,12 @@ struct SinglePassMath {
     } else if constexpr (P == Pass::kGegluForward) {
       const DD<F> f = single_parts<A, kF>(in[0]).value;
       out[0] = single_result(single_times(in[1], f), single_domain_error<A>(in[0]));
+    } else if constexpr (P == Pass::kGegluBackward && A == Approximate::kNone) {
+      // As the double-double path rounds them: f and f', then the products.
+      const SingleParts<F> g = exact_single<kD1>(in[1]);
+      const F in_domain = single_domain_error<A>(in[1]);
+      out[0] = Bounded<F>{in[0] * in[2] * (g.slope.hi + g.slope.lo), in_domain};
+      out[1] = Bounded<F>{in[0] * single_times(in[1], g.gate), in_domain};
     } else if constexpr (P == Pass::kGegluBackward) {
       const SingleParts<F> g = single_parts<A, kF | kD1>(in[1]);
       const F in_domain = single_domain_error<A>(in[1]);
