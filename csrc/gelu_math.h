@@ -1127,11 +1127,12 @@ enum Want : int { kF = 1, kD1 = 2, kD2 = 4 };
 // ---------------------------------------------------------------------------------------------
 // float64 data: double pairs ("single" path, as against the double-double path's pairs of pairs).
 //
-// Exact form (forward passes): the double-double path's own pieces (tail_f64), assembled for a
-// core domain 0 < |x| < 37 where Q(t) 2^k is normal, so that scaling the pair by 2^k is exact and
-// needs neither the double-double path's case split for subnormal results nor its limits beyond
-// |x| = 40, nor its care for the sign of -0: Phi = Q or 1 - Q as a pair, then one rounding of
-// its product. Inputs outside the domain, and NaN, go to the double-double path.
+// Exact form: the double-double path's own pieces (tail_f64), assembled for a core domain
+// 0 < |x| < 37 where Q(t) 2^k is normal, so that scaling pairs by 2^k is exact and needs neither
+// the double-double path's case split for subnormal results nor its limits beyond |x| = 40, nor
+// its care for the sign of -0: Phi = Q or 1 - Q and f' = E S or 1 - E S as pairs. The forward
+// rounds x Phi once from its pair; the backward passes round f' and then multiply, as the
+// double-double path does. Inputs outside the domain, zeros and NaN go to the double-double path.
 //
 // Gated forms:
 // f = x p with p = sigmoid(s(x)), q = 1 - p: the gate p and the slope f' = p + x s' p q, in double
