@@ -660,9 +660,21 @@ GELU_HD V saturate_f64(V x, double limit, V value, V at_minus_inf, V at_plus_inf
   return select(x > V(limit), at_plus_inf, select(x < V(-limit), at_minus_inf, value));
 }
 
+// Q(t) / 2^k = m R, and E S / 2^k with S = R - t/sqrt(2 pi) (f' = E S for x < 0, 1 - E S for
+// x > 0): the pairs both float64 paths scale and assemble.
+template <class V>
+GELU_HD DD<V> upper_tail_unscaled(const TailF64<V>& q) {
+  return dd_mul(q.gauss.m, q.r);
+}
+template <class V>
+GELU_HD DD<V> slope_term_unscaled(const TailF64<V>& q) {
+  const DD<V> slope = dd_mul(dd<V>(kInvSqrt2PiHi, kInvSqrt2PiLo), q.t);
+  return dd_mul(q.gauss.m, dd_add(q.r, dd_neg(slope)));
+}
+
 template <class V>
 GELU_HD V exact_forward_f64(V x, const TailF64<V>& q) {
-  const DD<V> upper = dd_mul(q.gauss.m, q.r);  // Q(t) / 2^k
+  const DD<V> upper = upper_tail_unscaled(q);
   const V negative = -scale_pow2(dd_mul_rounded(upper, q.t), q.gauss.k);
   const V positive = dd_mul_rounded(dd_one_minus(scale_pow2(upper, q.gauss.k)), x);
   // f has the sign of x, which a zero's product may lose.
@@ -673,8 +685,7 @@ GELU_HD V exact_forward_f64(V x, const TailF64<V>& q) {
 // f' = E (R - t/sqrt(2 pi)) for x < 0, 1 - that for x > 0 (E = exp(-t^2/2)).
 template <class V>
 GELU_HD V exact_derivative_f64(V x, const TailF64<V>& q) {
-  const DD<V> slope = dd_mul(dd<V>(kInvSqrt2PiHi, kInvSqrt2PiLo), q.t);
-  const DD<V> lower = dd_mul(q.gauss.m, dd_add(q.r, dd_neg(slope)));
+  const DD<V> lower = slope_term_unscaled(q);
   const DD<V> y = dd_one_minus(scale_pow2(lower, q.gauss.k));  // |E S| <= 1/2
   const V value = select(x < V(0.0), round_scaled(lower, q.gauss.k), y.hi + y.lo);
   return saturate_f64(x, kSaturationExactF64, value, V(-0.0), V(1.0));
@@ -1217,20 +1228,15 @@ GELU_HD DD<F> exact_single_factor(M negative, DD<F> v, F k) {
   return select(negative, scaled, dd_one_minus(scaled));
 }
 
-// The gate Phi(x), f = x Phi if kWant & kF, and f' = Phi + x phi if kWant & kD1 (from E S, as
-// exact_derivative_f64 forms it).
+// The gate Phi(x), f = x Phi if kWant & kF, and f' = Phi + x phi if kWant & kD1.
 template <int kWant, class F>
 GELU_HD SingleParts<F> exact_single(F x) {
   const TailF64<F> q = tail_f64(x);
   const auto negative = x < F(0.0);
   SingleParts<F> r{};
-  r.gate = exact_single_factor(negative, dd_mul(q.gauss.m, q.r), q.gauss.k);
+  r.gate = exact_single_factor(negative, upper_tail_unscaled(q), q.gauss.k);
   if (kWant & kF) r.value = single_pair_times(x, F(0.0), r.gate);
-  if (kWant & kD1) {
-    const DD<F> slope = dd_mul(dd<F>(kInvSqrt2PiHi, kInvSqrt2PiLo), q.t);
-    r.slope = exact_single_factor(negative, dd_mul(q.gauss.m, dd_add(q.r, dd_neg(slope))),
-                                  q.gauss.k);
-  }
+  if (kWant & kD1) r.slope = exact_single_factor(negative, slope_term_unscaled(q), q.gauss.k);
   return r;
 }
 
@@ -1285,22 +1291,18 @@ struct SinglePassMath {
     if constexpr (P == Pass::kForward) {
       const SingleParts<F> g = single_parts<A, kF>(in[0]);
       out[0] = Bounded<F>{single_times(in[0], g.gate), single_domain_error<A>(in[0])};
-    } else if constexpr (P == Pass::kBackward && A == Approximate::kNone) {
-      out[0] = Bounded<F>{in[0] * exact_single_slope(in[1]), single_domain_error<A>(in[1])};
-    } else if constexpr (P == Pass::kBackward) {
-      const SingleParts<F> g = single_parts<A, kD1>(in[1]);
-      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(in[1]));
+    } else if constexpr (P == Pass::kBackward || P == Pass::kBiasBackward) {
+      F z = in[1];
+      if constexpr (P == Pass::kBiasBackward) z = z + in[2];  // rounded, as in the forward
+      if constexpr (A == Approximate::kNone)
+        out[0] = Bounded<F>{in[0] * exact_single_slope(z), single_domain_error<A>(z)};
+      else
+        out[0] = single_result(single_times(in[0], single_parts<A, kD1>(z).slope),
+                               single_domain_error<A>(z));
     } else if constexpr (P == Pass::kBiasForward) {
       // z rounded, as the double-double path rounds it; then f(z) as the forward computes it.
       const F z = in[0] + in[1];
       out[0] = Bounded<F>{single_times(z, single_parts<A, 0>(z).gate), single_domain_error<A>(z)};
-    } else if constexpr (P == Pass::kBiasBackward && A == Approximate::kNone) {
-      const F z = in[1] + in[2];
-      out[0] = Bounded<F>{in[0] * exact_single_slope(z), single_domain_error<A>(z)};
-    } else if constexpr (P == Pass::kBiasBackward) {
-      const F z = in[1] + in[2];
-      const SingleParts<F> g = single_parts<A, kD1>(z);
-      out[0] = single_result(single_times(in[0], g.slope), single_domain_error<A>(z));
     } else if constexpr (P == Pass::kGegluForward) {
       const DD<F> f = single_parts<A, kF>(in[0]).value;
       out[0] = single_result(single_times(in[1], f), single_domain_error<A>(in[0]));
