@@ -18,11 +18,22 @@ import shutil
 import subprocess
 import sys
 
+import setuptools
 from setuptools import find_packages, setup
 
-# SASS for Turing, Ampere (also runs on sm_86/sm_89), Hopper and Blackwell datacenter GPUs, and
-# PTX of the newest so that later GPUs (sm_103, sm_120, ...) JIT-compile it.
-DEFAULT_CUDA_ARCHS = "7.5;8.0;9.0;10.0+PTX"
+# pyproject.toml's license is an SPDX expression (PEP 639), which setuptools reads from 77 on;
+# older ones reject the file with a schema error that does not say so. pyproject.toml's
+# build-system asks for 77, but `pip install --no-build-isolation` builds with what is installed.
+_SETUPTOOLS_MAJOR = int(re.match(r"\d+", setuptools.__version__).group())
+if _SETUPTOOLS_MAJOR < 77:
+    sys.exit(f"gelu_ext needs setuptools>=77 to build, found {setuptools.__version__}: "
+             f"pip install -U 'setuptools>=77'")
+
+# SASS for every family that may compile its own path (__CUDA_ARCH__ chooses by the FP64 and
+# FP32 rates): 7.5 (Turing, which torch's wheels still build), 8.0 (A100), 8.6 and 8.9 (A10, L4,
+# L40S, RTX 30/40: FP64 at 1/64 of FP32), 9.0 (Hopper), 10.0 (B200) and 12.0 (RTX 50); and PTX
+# of the newest, which later GPUs compile at load time.
+DEFAULT_CUDA_ARCHS = "7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX"
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
