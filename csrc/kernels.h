@@ -33,18 +33,11 @@ enum class Pass : int32_t {
   X(Pass::kForward) X(Pass::kBackward) X(Pass::kDoubleBackward) X(Pass::kBiasForward) \
   X(Pass::kBiasBackward) X(Pass::kGegluForward) X(Pass::kGegluBackward)
 
-constexpr int num_operands(Pass pass) {
-  switch (pass) {
-    case Pass::kForward: return 2;
-    case Pass::kBackward: case Pass::kBiasForward: case Pass::kGegluForward: return 3;
-    case Pass::kBiasBackward: return 4;
-    default: return 5;
-  }
-}
+// Operands per pass: num_operands(pass) in math/passes.h, at most this many.
 constexpr int kMaxOperands = 5;
 
 namespace cpu {
-// One TensorIterator 2-D loop: data[i] is operand i; strides holds num_operands byte strides of
+// One TensorIterator 2-D loop: data[i] is operand i; strides holds num_operands(pass) byte strides of
 // the inner dimension, then num_operands of the outer one.
 void run_loop(Pass pass, Approximate approximate, DType dtype, char** data,
               const int64_t* strides, int64_t size0, int64_t size1);

@@ -4,6 +4,16 @@
 #include <c10/util/Half.h>
 
 #define GELU_ISA portable
+#include "lanes.h"
+
+namespace gelu_ext {
+namespace cpu {
+namespace portable {
+constexpr CpuIsa kIsa = kIsaPortable;
+}  // namespace portable
+}  // namespace cpu
+}  // namespace gelu_ext
+
 #include "loops.h"
 
 namespace gelu_ext {
@@ -26,26 +36,26 @@ struct NarrowLanes {
 
   static float load(const Float16* p) { return c10::detail::fp16_ieee_to_fp32_value(p->bits); }
   static float load(const BFloat16* p) { return c10::detail::f32_from_bits(p->bits); }
-  static Bits round(const Float16*, float v) { return c10::detail::fp16_ieee_from_fp32_value(v); }
-  static Bits round(const BFloat16*, float v) { return c10::detail::round_to_nearest_even(v); }
+  static Bits round(As<Float16>, float v) { return c10::detail::fp16_ieee_from_fp32_value(v); }
+  static Bits round(As<BFloat16>, float v) { return c10::detail::round_to_nearest_even(v); }
   // Whether [lo, hi] may contain a rounding boundary of the 16-bit type.
   template <class T>
-  static uint32_t unsure(const T* tag, float lo, float hi) {
-    return round(tag, lo) != round(tag, hi);
+  static uint32_t may_round_apart(As<T> type, float lo, float hi) {
+    return round(type, lo) != round(type, hi);
   }
   // The same, or not `qualified`; and hi rounded to the 16-bit type (where the test passes, the
   // rounding of [lo, hi]).
   template <class T>
-  static uint32_t round_interval(const T* tag, float lo, float hi, bool qualified, Bits& rounded) {
-    rounded = round(tag, hi);
-    return !qualified || round(tag, lo) != rounded;
+  static uint32_t round_interval(As<T> type, float lo, float hi, bool qualified, Bits& rounded) {
+    rounded = round(type, hi);
+    return !qualified || round(type, lo) != rounded;
   }
   template <class T>
   static void store(T* p, Bits bits) {
     p->bits = bits;
   }
 
-  // gelu_math.h's cells: x's row of `rows` (loops.h's CubicRow) as c, d = x - the cell's midpoint,
+  // math/narrow16.h's cells: x's row of `rows` (math::CubicRow) as c, d = x - the cell's midpoint,
   // and whether x lies in a cell (where not, the cubic is to be ignored).
   template <class Row>
   static bool cell(const Row* rows, float x, float (&c)[4], float& d) {
@@ -62,11 +72,11 @@ struct NarrowLanes {
     return table[p->bits];
   }
   template <class Pair>
-  static void store_pairs(Pair* table, float a, float b) {
+  static void store_bounded(Pair* table, float a, float b) {
     *table = Pair{a, b};
   }
   template <class Pair, class T>
-  static void lookup_pairs(const Pair* table, const T* p, float& a, float& b) {
+  static void lookup_bounded(const Pair* table, const T* p, float& a, float& b) {
     const float* pair = reinterpret_cast<const float*>(table + p->bits);
     a = pair[0];
     b = pair[1];
@@ -81,10 +91,10 @@ struct Lanes {
     return portable::append_lanes(out, first, mask);
   }
 
-  // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.
+  // float64 pair path (math/f64_pair.h): the value is the result; its error is 0 or inf.
   using F = double;
-  static double round(const double*, double v) { return v; }
-  static uint32_t unsure(const double*, double a, double b) { return a != b; }
+  static double round(As<double>, double v) { return v; }
+  static uint32_t may_round_apart(As<double>, double a, double b) { return a != b; }
 
   static double load(const double* p) { return *p; }
   static double load(const float* p) { return *p; }

@@ -12,6 +12,7 @@
 
 #include "../gelu_math.h"
 #include "../kernels.h"
+#include "lanes.h"
 #include "storage.h"
 
 namespace gelu_ext {
@@ -46,8 +47,8 @@ struct NarrowTables {
       for (int64_t i = 0; i < kInputs16; i += N::kWidth) {
         math::Bounded<typename N::F> f, d1;
         math::narrow_value_and_derivative<A>(N::load(x + i), f, d1);
-        N::store_pairs(f_table + i, f.value, f.error);
-        N::store_pairs(d1_table + i, d1.value, d1.error);
+        N::store_bounded(f_table + i, f.value, f.error);
+        N::store_bounded(d1_table + i, d1.value, d1.error);
       }
       return true;
     }();
@@ -56,51 +57,19 @@ struct NarrowTables {
   }
 };
 
-// A cell's cubic (gelu_math.h, narrow_cubic): c0 .. c3, a row of 16 bytes.
-struct alignas(16) CubicRow {
-  float c[4];
-};
-
 // The cubics of f (kD1 false) or f' in every cell, negative cells after the positive ones:
-// built on first use from the float64 path's values at the cells' Chebyshev nodes.
+// built on first use (math::fit_cubic_row).
 template <Approximate A, bool kD1>
 struct CubicTable {
-  static const CubicRow* get() {
-    static CubicRow rows[2 * math::kCellsPerSign];
+  static const math::CubicRow* get() {
+    static math::CubicRow rows[2 * math::kCellsPerSign];
     static const bool built = [] {
-      for (uint32_t row = 0; row < 2 * uint32_t(math::kCellsPerSign); ++row) rows[row] = fit(row);
+      for (uint32_t row = 0; row < 2 * uint32_t(math::kCellsPerSign); ++row)
+        rows[row] = math::fit_cubic_row<A, kD1>(row);
       return true;
     }();
     (void)built;
     return rows;
-  }
-
-  // Newton's divided differences at the nodes m + h u_j (m the midpoint, h the half-width, a
-  // power of 2), expanded into powers of u, then of d = h u.
-  static CubicRow fit(uint32_t row) {
-    const uint32_t first = math::cell_first_bits(row);
-    const double start = math::bit_cast<float>(first);
-    const double midpoint = math::bit_cast<float>(math::cell_midpoint_bits(first));
-    const double half = start < 0 ? start - midpoint : midpoint - start;
-    const double u[4] = {-0.92387953251128674, -0.38268343236508978, 0.38268343236508978,
-                         0.92387953251128674};  // cos((2j + 1) pi / 8)
-    double c[4];
-    for (int j = 0; j < 4; ++j) {
-      const auto r = math::evaluate<A, true, kD1 ? math::kD1 : math::kF>(midpoint + half * u[j]);
-      c[j] = kD1 ? r.d1 : r.f;
-    }
-    for (int k = 1; k < 4; ++k)
-      for (int j = 3; j >= k; --j) c[j] = (c[j] - c[j - 1]) / (u[j] - u[j - k]);
-    // c0 + (u - u0) (c1 + (u - u1) (c2 + (u - u2) c3)), from the inside out.
-    double power[4] = {c[3], 0.0, 0.0, 0.0};
-    for (int k = 2; k >= 0; --k) {
-      for (int i = 3; i > 0; --i) power[i] = power[i - 1] - u[k] * power[i];
-      power[0] = c[k] - u[k] * power[0];
-    }
-    CubicRow cubic;
-    double scale = 1.0;
-    for (int i = 0; i < 4; ++i, scale /= half) cubic.c[i] = static_cast<float>(power[i] * scale);
-    return cubic;
   }
 };
 
@@ -109,11 +78,11 @@ template <class N>
 using LaneMask = decltype(std::declval<typename N::F>() < std::declval<typename N::F>());
 
 // Two vectors of 16-bit data loaded, and their rounding tests' results stored, together: by the
-// lanes' own load_pair and round_interval_pair where they have them (AVX2 bfloat16: one 32-byte
-// load and one store, in an order of elements that the pair's store undoes), else a vector at a
-// time. Bit j of the failures is element j's.
+// lanes' own load_two and round_interval_two where they have them (AVX2 bfloat16: one 32-byte
+// load and one store, in an order of elements that the store undoes), else a vector at a time.
+// Bit j of the failures is element j's.
 template <class N, class T, class = void>
-struct Pairs {
+struct TwoVectors {
   using F = typename N::F;
   using MaskF = LaneMask<N>;
   __attribute__((always_inline)) static void load(const T* p, F& first, F& second) {
@@ -125,8 +94,7 @@ struct Pairs {
     uint32_t failed = 0;
     for (int h = 0; h < 2; ++h) {
       typename N::Bits rounded;
-      failed |= N::round_interval(static_cast<const T*>(nullptr), low[h], high[h], qualified[h],
-                                  rounded)
+      failed |= N::round_interval(As<T>(), low[h], high[h], qualified[h], rounded)
                 << (h * N::kWidth);
       N::store(out + h * N::kWidth, rounded);
     }
@@ -134,52 +102,55 @@ struct Pairs {
   }
 };
 template <class N, class T>
-struct Pairs<N, T,
-             std::void_t<decltype(N::load_pair(std::declval<const T*>(),
-                                               std::declval<typename N::F&>(),
-                                               std::declval<typename N::F&>()))>> {
+struct TwoVectors<N, T,
+                  std::void_t<decltype(N::load_two(std::declval<const T*>(),
+                                                   std::declval<typename N::F&>(),
+                                                   std::declval<typename N::F&>()))>> {
   using F = typename N::F;
   using MaskF = LaneMask<N>;
   __attribute__((always_inline)) static void load(const T* p, F& first, F& second) {
-    N::load_pair(p, first, second);
+    N::load_two(p, first, second);
   }
   __attribute__((always_inline)) static uint32_t round_interval_and_store(
       T* out, const F (&low)[2], const F (&high)[2], const MaskF (&qualified)[2]) {
-    return N::round_interval_pair(out, low, high, qualified);
+    return N::round_interval_two(out, low, high, qualified);
   }
 };
 
+template <class T>
+constexpr DType dtype_of() {
+  return std::is_same<T, float>::value    ? DType::kFloat32
+         : std::is_same<T, double>::value ? DType::kFloat64
+         : std::is_same<T, Float16>::value ? DType::kFloat16
+                                           : DType::kBFloat16;
+}
+
 template <class L, Pass P, Approximate A, class T>
 struct Kernel {
-  static constexpr bool kFloat64 = std::is_same<T, double>::value;
-  // float64 data of the passes with a single path, in double lanes, and 16-bit data of those
-  // with a narrow path, in float lanes: an error bound per result (gelu_math.h). float32 data,
-  // and the rest, take the double path (or float64's double-double path).
-  static constexpr bool kSingle = math::has_single_path<P, A, kFloat64>();
-  static constexpr bool kNarrow = kSingle || ((std::is_same<T, Float16>::value ||
-                                               std::is_same<T, BFloat16>::value) &&
-                                              math::has_narrow_path<P>());
-  using M = math::PassMath<P, A, kFloat64>;
-  using NM = typename std::conditional<kSingle, math::SinglePassMath<P, A>,
-                                       math::NarrowPassMath<P, A>>::type;
-  // The lanes of those paths: float lanes (L::Narrow), or for float64's single path the double
-  // lanes themselves, which also provide round and unsure.
-  using N = typename std::conditional<kFloat64, L, typename L::Narrow>::type;
-  static constexpr int kIn = M::kInputs, kOut = M::kOutputs, kOperands = kIn + kOut;
-  // Elements per step: float lanes for the narrow path of 16-bit data, double lanes otherwise.
-  static constexpr int kWidth = kNarrow ? N::kWidth : L::kWidth;
+  static constexpr NumericPath kPath = route(Device::kCpu, dtype_of<T>(), P, A, kIsa);
+  // The path that computes every element it is given (the route's, or its fallback), in the
+  // double lanes L, and, for the paths that leave some elements to it, their own math in lanes
+  // N: float lanes (L::Narrow) for the 16-bit paths, the double lanes themselves for f64_pair.
+  using Full = math::PathPass<fallback(kPath), P, A, is_16_bit(dtype_of<T>())>;
+  static constexpr bool kBounded = fallback(kPath) != kPath;
+  static constexpr bool kPair = kPath == NumericPath::kF64Pair;
+  using N = typename std::conditional<kPair || !kBounded, L, typename L::Narrow>::type;
+  using Bounded = math::PathPass<kPair ? kPath : NumericPath::kNarrow16, P, A>;
+  static constexpr PassRule kRule = pass_rule(P);
+  static constexpr int kIn = kRule.inputs, kOut = kRule.outputs, kOperands = kIn + kOut;
+  // Elements per step: float lanes for the 16-bit paths, double lanes otherwise.
+  static constexpr int kWidth = N::kWidth;
 
-  // Elements whose narrow result failed its rounding test (or that lie outside the single
-  // path's domain), queued and redone by the double (or double-double) path L::kWidth at a time
-  // once the queue fills. The lanes write the indices of a vector's failed lanes with one
-  // permute or compress.
+  // Elements whose bounded result failed its rounding test (or that lie outside the pair
+  // path's domain), queued and redone by the full path L::kWidth at a time once the queue fills.
+  // The lanes write the indices of a vector's failed lanes with one permute or compress.
   struct Redo {
     static constexpr int kCapacity = 256;
     // append_lanes may write past the count it adds: up to 16 entries (the widest lanes).
     int32_t index[kCapacity + 16];
     int count = 0;
 
-    // lanes: of the vector at i, or of two (a pair step), a vector's worth at a time.
+    // lanes: of the vector at i, or of two (a two-vector step), a vector's worth at a time.
     __attribute__((always_inline)) void add(char* const* p, int64_t i, uint32_t lanes) {
       constexpr uint32_t kVector = uint32_t((uint64_t(1) << N::kWidth) - 1);
       for (; lanes != 0; lanes >>= N::kWidth, i += N::kWidth) {
@@ -205,13 +176,13 @@ struct Kernel {
     }
   };
 
-  // The narrow or single path (gelu_math.h): every lane is stored, and those whose rounding test
-  // fails (single path: whose error is not 0) are redone by the double path.
-  __attribute__((always_inline)) static void narrow_step(char* const* p, int64_t i, Redo& redo) {
+  // A bounded path (narrow16, f64_pair): every lane is stored, and those whose rounding test
+  // fails (f64_pair: whose error is not 0) are redone by the full path.
+  __attribute__((always_inline)) static void bounded_step(char* const* p, int64_t i, Redo& redo) {
     typename N::F in[kIn];
     math::Bounded<typename N::F> out[kOut];
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-    NM::apply(in, out);
+    Bounded::apply(in, out);
     store_or_redo(p, i, out, redo);
   }
 
@@ -220,11 +191,11 @@ struct Kernel {
                                                            Redo& redo) {
     uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {
-      const T* tag = nullptr;
-      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(tag, out[k].value));
-      // The single path's error is 0 or not: no interval to round.
-      if constexpr (kSingle) failed |= N::unsure(tag, out[k].error, typename N::F(0.0f));
-      else failed |= N::unsure(tag, out[k].value - out[k].error, out[k].value + out[k].error);
+      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(As<T>(), out[k].value));
+      // The pair path's error is 0 or not: no interval to round.
+      if constexpr (kPair) failed |= N::may_round_apart(As<T>(), out[k].error, typename N::F(0.0f));
+      else failed |= N::may_round_apart(As<T>(), out[k].value - out[k].error,
+                                        out[k].value + out[k].error);
     }
     redo_failed(p, i, redo, failed);
   }
@@ -239,76 +210,51 @@ struct Kernel {
     redo.add(p, i, failed);
   }
 
-  // 16-bit data of the bias passes: f or f' at x + b from the cells' cubics (CubicTable) instead
-  // of the narrow functions, with the same rounding test and redo.
-  static constexpr bool kInterpolate = kNarrow && !kSingle &&
-                                       (P == Pass::kBiasForward || P == Pass::kBiasBackward);
-
-  // Only lanes whose sum is exact in float and lies in a cell qualify for the rounding test (a
-  // lane mask, cheaper than the narrow path's infinite error bound), and in the backward only
-  // those whose bound is finite (not those of non-finite gradients). Qualified lanes have
-  // finite ends, so the bits stored are the test's rounding of the interval [low, high].
-  struct Interval {
-    typename N::F low, high;
-    LaneMask<N> qualified;
-  };
-  __attribute__((always_inline)) static Interval interpolate(const typename N::F (&in)[kIn],
-                                                             const CubicRow* rows) {
-    using F = typename N::F;
-    using math::at_most_each;  // or the lanes' own
-    constexpr bool kForward = P == Pass::kBiasForward;
-    const F x = kForward ? in[0] : in[1], b = kForward ? in[1] : in[2], sum = x + b;
-    F c[4], d;
+  // narrow16_cubic: f or f' at x + b from the cells' cubics (CubicTable), with the narrow path's
+  // rounding test and redo.
+  __attribute__((always_inline)) static auto interpolate(const typename N::F (&in)[kIn],
+                                                        const math::CubicRow* rows) {
+    typename N::F c[4], d;
+    const typename N::F sum = math::argument_of<P>(in);
     const auto in_cell = N::cell(rows, sum, c, d);
-    const LaneMask<N> qualified = in_cell & math::sum_is_exact(x, b, sum);
-    if constexpr (kForward) {
-      // The ends in either order (the rounding test orders them). f also lies at most at
-      // narrow_upper_limit, which caps the end farther from 0 where f > 0.
-      F nearer_zero, farther;
-      math::narrow_cubic_ends(math::narrow_cubic<false>(c, d).value, nearer_zero, farther);
-      return Interval{nearer_zero, at_most_each(farther, math::narrow_upper_limit(sum)),
-                      qualified};
-    } else {
-      const math::Bounded<F> out = math::narrow_cubic_product(in[0], c, d);
-      const LaneMask<N> bounded = qualified & (out.error < F(__builtin_huge_valf()));
-      return Interval{out.value - out.error, out.value + out.error, bounded};
-    }
+    return math::narrow_cubic_interval<P>(in, c, d, sum, in_cell);
   }
 
   __attribute__((always_inline)) static void interpolate_step(char* const* p, int64_t i,
-                                                              Redo& redo, const CubicRow* rows) {
+                                                              Redo& redo,
+                                                              const math::CubicRow* rows) {
     typename N::F in[kIn];
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-    const Interval result = interpolate(in, rows);
+    const auto result = interpolate(in, rows);
     typename N::Bits rounded;
-    const uint32_t failed = N::round_interval(static_cast<const T*>(nullptr), result.low,
-                                              result.high, result.qualified, rounded);
+    const uint32_t failed =
+        N::round_interval(As<T>(), result.low, result.high, result.qualified, rounded);
     N::store(reinterpret_cast<T*>(p[0]) + i, rounded);
     redo_failed(p, i, redo, failed);
   }
 
-  // Two vectors at once, through the lanes' paired loads and stores (Pairs, above).
-  __attribute__((always_inline)) static void interpolate_pair(char* const* p, int64_t i,
-                                                              Redo& redo, const CubicRow* rows) {
-    using Pair = Pairs<N, T>;
+  // Two vectors at once, through the lanes' paired loads and stores (TwoVectors, above).
+  __attribute__((always_inline)) static void interpolate_two(char* const* p, int64_t i,
+                                                             Redo& redo,
+                                                             const math::CubicRow* rows) {
+    using Two = TwoVectors<N, T>;
     typename N::F in[2][kIn];
     for (int k = 0; k < kIn; ++k)
-      Pair::load(reinterpret_cast<const T*>(p[kOut + k]) + i, in[0][k], in[1][k]);
-    const Interval first = interpolate(in[0], rows), second = interpolate(in[1], rows);
-    const uint32_t failed = Pair::round_interval_and_store(
+      Two::load(reinterpret_cast<const T*>(p[kOut + k]) + i, in[0][k], in[1][k]);
+    const auto first = interpolate(in[0], rows), second = interpolate(in[1], rows);
+    const uint32_t failed = Two::round_interval_and_store(
         reinterpret_cast<T*>(p[0]) + i, {first.low, second.low}, {first.high, second.high},
         {first.qualified, second.qualified});
     redo_failed(p, i, redo, failed);
   }
 
-  // 16-bit data have only 65536 inputs. The forward looks each result up in a table of all of
-  // them, which this kernel's narrow path (with its double-path redo) computes on first use; the
-  // other passes whose GELU argument is an input (backward, geglu) look up f and f' there with
-  // their error bounds, as the narrow path computes them, and go on as it does. Either way the
-  // results are the narrow path's, bit for bit.
-  static constexpr bool kLookup = (std::is_same<T, Float16>::value ||
-                                   std::is_same<T, BFloat16>::value) &&
-                                  math::NarrowPassMath<P, A>::kArgument >= 0;
+  // 16-bit data have only 65536 inputs. narrow16_result_table looks each result up in a table of
+  // all of them, which the narrow path (with its redo) computes on first use; narrow16_term_tables
+  // look up f and f' with their error bounds, as the narrow path computes them, and go on as it
+  // does. Either way the results are the narrow path's, bit for bit.
+  static constexpr bool kResultTable = kPath == NumericPath::kNarrow16ResultTable;
+  static constexpr bool kTermTables = kPath == NumericPath::kNarrow16TermTables;
+  static constexpr bool kCubic = kPath == NumericPath::kNarrow16Cubic;
 
   static const uint16_t* result_table() {
     static uint16_t table[kInputs16 + 1];  // + 1: AVX-512 gathers read 4 bytes per entry
@@ -316,7 +262,7 @@ struct Kernel {
       char* p[2] = {reinterpret_cast<char*>(table),
                     reinterpret_cast<char*>(const_cast<uint16_t*>(every_input16()))};
       Redo redo;
-      for (int64_t i = 0; i < kInputs16; i += kWidth) narrow_step(p, i, redo);
+      for (int64_t i = 0; i < kInputs16; i += kWidth) bounded_step(p, i, redo);
       redo.flush(p);
       return true;
     }();
@@ -324,46 +270,47 @@ struct Kernel {
     return table;
   }
 
-  // The tables a step reads (none outside the lookups), fetched once per call.
+  // The tables a step reads (none for the computed paths), fetched once per call.
   using Table = typename std::conditional<
-      kInterpolate, const CubicRow*,
-      typename std::conditional<P == Pass::kForward, const uint16_t*,
-                                NarrowTables<N, A, T>>::type>::type;
+      kCubic, const math::CubicRow*,
+      typename std::conditional<kResultTable, const uint16_t*, NarrowTables<N, A, T>>::type>::type;
   static Table table() {
-    if constexpr (kInterpolate) return CubicTable<A, P == Pass::kBiasBackward>::get();
-    else if constexpr (!kLookup) return Table{};
-    else if constexpr (P == Pass::kForward) return result_table();
-    else return NarrowTables<N, A, T>::get();
+    if constexpr (kCubic) return CubicTable<A, P == Pass::kBiasBackward>::get();
+    else if constexpr (kResultTable) return result_table();
+    else if constexpr (kTermTables) return NarrowTables<N, A, T>::get();
+    else return Table{};
   }
 
   __attribute__((always_inline)) static void lookup_step(char* const* p, int64_t i, Redo& redo,
                                                          Table table) {
-    const T* x = reinterpret_cast<const T*>(p[kOut + NM::kArgument]) + i;
-    if constexpr (P == Pass::kForward) {
+    const T* x = reinterpret_cast<const T*>(p[kOut + kRule.argument]) + i;
+    if constexpr (kResultTable) {
       N::store(reinterpret_cast<T*>(p[0]) + i, N::lookup(table, x));
     } else {
       typename N::F in[kIn];
       for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
       math::Bounded<typename N::F> f{}, d1{}, out[kOut];
-      if constexpr (NM::kNeedsF) N::lookup_pairs(table.f, x, f.value, f.error);
-      if constexpr (NM::kNeedsD1) N::lookup_pairs(table.d1, x, d1.value, d1.error);
-      NM::from_parts(in, f, d1, out);
+      if constexpr ((needs(P) & math::kNeedF) != 0)
+        N::lookup_bounded(table.f, x, f.value, f.error);
+      if constexpr ((needs(P) & math::kNeedD1) != 0)
+        N::lookup_bounded(table.d1, x, d1.value, d1.error);
+      math::NarrowPass<P, A>::outputs_from_terms(in, f, d1, typename N::F(0.0f), out);
       store_or_redo(p, i, out, redo);
     }
   }
 
   __attribute__((always_inline)) static void step(char* const* p, int64_t i, Redo& redo,
                                                   Table table) {
-    if constexpr (kLookup) lookup_step(p, i, redo, table);
-    else if constexpr (kInterpolate) interpolate_step(p, i, redo, table);
-    else if constexpr (kNarrow) narrow_step(p, i, redo);
+    if constexpr (kResultTable || kTermTables) lookup_step(p, i, redo, table);
+    else if constexpr (kCubic) interpolate_step(p, i, redo, table);
+    else if constexpr (kBounded) bounded_step(p, i, redo);
     else vector(p, i);
   }
 
   __attribute__((always_inline)) static void vector(char* const* p, int64_t i) {
     typename L::V in[kIn], out[kOut];
     for (int k = 0; k < kIn; ++k) in[k] = L::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-    M::apply(in, out);
+    Full::apply(in, out);
     for (int k = 0; k < kOut; ++k) L::store(reinterpret_cast<T*>(p[k]) + i, out[k]);
   }
 
@@ -380,12 +327,12 @@ struct Kernel {
     const Table lookups = table();
     int64_t i = 0;
     for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
-      if constexpr (!kLookup)
+      if constexpr (!kResultTable && !kTermTables)
         for (int k = kOut; k < kOperands; ++k)
           for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
             __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 3);
-      if constexpr (kInterpolate) {
-        interpolate_pair(p, i, redo, lookups);
+      if constexpr (kCubic) {
+        interpolate_two(p, i, redo, lookups);
       } else {
         step(p, i, redo, lookups);
         step(p, i + kWidth, redo, lookups);
@@ -536,6 +483,7 @@ void run_variant(Pass pass, DType dtype, char** data, const int64_t* strides, in
 template <class L>
 void run(Pass pass, Approximate approximate, DType dtype, char** data, const int64_t* strides,
          int64_t size0, int64_t size1) {
+  static_assert(check_lanes<L>(), "the lanes lack an operation of cpu/lanes.h");
   switch (approximate) {
     case Approximate::kNone:
       return run_variant<L, Approximate::kNone>(pass, dtype, data, strides, size0, size1);

@@ -1,4 +1,4 @@
-// AVX2 + FMA lanes for gelu_math.h: 4 doubles, and conversions from and to the storage types.
+// AVX2 + FMA lanes (cpu/lanes.h): 4 doubles, and conversions from and to the storage types.
 // Included only by kernels_avx2.cpp, under its AVX2 target pragma.
 #pragma once
 
@@ -6,14 +6,15 @@
 
 #include <cstdint>
 
-#include "storage.h"
-#include "../gelu_math.h"
+#include "lanes.h"
 
 #define GELU_SIMD inline __attribute__((always_inline))
 
 namespace gelu_ext {
 namespace cpu {
 namespace avx2 {
+
+constexpr CpuIsa kIsa = kIsaAvx2;
 
 struct Mask {
   __m256d m;  // all ones where true
@@ -42,9 +43,13 @@ GELU_SIMD Vec fabs(Vec a) { return Vec(_mm256_andnot_pd(_mm256_set1_pd(-0.0), a.
 GELU_SIMD Mask operator<(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD Mask operator>(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_GT_OQ)}; }
 GELU_SIMD Mask operator>=(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_GE_OQ)}; }
+GELU_SIMD Mask operator==(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_EQ_OQ)}; }
+// Unordered: true where either side is NaN, like the scalar operator.
+GELU_SIMD Mask operator!=(Vec a, Vec b) { return Mask{_mm256_cmp_pd(a.v, b.v, _CMP_NEQ_UQ)}; }
+GELU_SIMD Mask operator&(Mask a, Mask b) { return Mask{_mm256_and_pd(a.m, b.m)}; }
 GELU_SIMD Vec select(Mask c, Vec a, Vec b) { return Vec(_mm256_blendv_pd(b.v, a.v, c.m)); }
 
-// gelu_math.h's at_least and at_most: max and min return their second operand where either is
+// the math's at_least and at_most: max and min return their second operand where either is
 // NaN, so x goes second.
 GELU_SIMD Vec at_least(Vec x, double floor) {
   return Vec(_mm256_max_pd(_mm256_set1_pd(floor), x.v));
@@ -54,14 +59,14 @@ GELU_SIMD Vec at_most(Vec x, double ceiling) {
 }
 GELU_SIMD Vec at_most_each(Vec x, Vec ceiling) { return Vec(_mm256_min_pd(ceiling.v, x.v)); }
 
-// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see gelu_math.h).
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see math/common.h).
 GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   const __m256i k = _mm256_sub_epi64(_mm256_castpd_si256(shifted.v),
                                      _mm256_set1_epi64x(0x4338000000000000 - 1023));
   return Vec(_mm256_mul_pd(value.v, _mm256_castsi256_pd(_mm256_slli_epi64(k, 52))));
 }
 
-// gelu_math.h's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
+// the math's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
 // and adding them to value's exponent field (modulo 2^12, into the bits above it) adds k, the
 // product being normal.
 GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted) {
@@ -78,7 +83,7 @@ GELU_SIMD Vec binary_exponent(Vec x) {
       _mm256_castsi256_pd(_mm256_or_si256(field, _mm256_castpd_si256(two52))), two52);
   return Vec(_mm256_sub_pd(biased, _mm256_set1_pd(1023.0)));
 }
-// gelu_math.h's table_row and table_entry: each lane's row (a small non-negative integer) as
+// the math's table_row and table_entry: each lane's row (a small non-negative integer) as
 // 4 int32s, then the column's entry for each lane (a gather).
 struct TableRow {
   __m128i v;
@@ -95,7 +100,7 @@ GELU_SIMD __m256d halves(const double* low, const double* high) {
 GELU_SIMD void lane_rows(TableRow row, int32_t (&index)[4]) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(index), row.v);
 }
-// gelu_math.h's table_row_entries: all 16 numbers of each lane's row. Gathers are slow on some
+// the math's table_row_entries: all 16 numbers of each lane's row. Gathers are slow on some
 // CPUs (about 14 cycles each on AMD Zen 3, where these 16 per 4 lanes made the exact form 1.6
 // times slower than F.gelu), so each lane's row is loaded whole and the 4 x 16 block
 // transposed: per 2 columns, 4 loads of 2 numbers, 2 of them into upper halves, and 2 unpacks.
@@ -111,7 +116,7 @@ GELU_SIMD void table_row_entries(const double (&rows)[16][16],
     entries[j + 1] = Vec(_mm256_unpackhi_pd(ac, bd));
   }
 }
-// gelu_math.h's table_pair_entries: each lane's pair read at once, in place of two gathers.
+// the math's table_pair_entries: each lane's pair read at once, in place of two gathers.
 GELU_SIMD void table_pair_entries(const double (&pairs)[16][2], const double (&)[16],
                                   const double (&)[16], TableRow row, Vec& a, Vec& b) {
   int32_t index[4];
@@ -153,7 +158,7 @@ GELU_SIMD MaskF operator&(MaskF a, MaskF b) { return MaskF{_mm256_and_ps(a.m, b.
 GELU_SIMD VecF select(MaskF c, VecF a, VecF b) { return VecF(_mm256_blendv_ps(b.v, a.v, c.m)); }
 GELU_SIMD VecF at_most_each(VecF x, VecF ceiling) { return VecF(_mm256_min_ps(ceiling.v, x.v)); }
 
-// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see gelu_math.h).
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see math/common.h).
 GELU_SIMD VecF times_pow2(VecF value, VecF shifted) {
   const __m256i k = _mm256_sub_epi32(_mm256_castps_si256(shifted.v),
                                      _mm256_set1_epi32(0x4B400000 - 127));
@@ -206,10 +211,10 @@ struct NarrowLanes {
     return VecF(_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
   }
   // Rounded to nearest even in the 16-bit type (NaN: 0x7FC0 for bfloat16).
-  GELU_SIMD static Bits round(const Float16*, VecF v) {
+  GELU_SIMD static Bits round(As<Float16>, VecF v) {
     return _mm256_cvtps_ph(v.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   }
-  GELU_SIMD static Bits round(const BFloat16*, VecF v) {
+  GELU_SIMD static Bits round(As<BFloat16>, VecF v) {
     const __m256i u = _mm256_castps_si256(v.v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, lsb), _mm256_set1_epi32(0x7FFF)), 16);
@@ -219,26 +224,26 @@ struct NarrowLanes {
   }
   // Bit j set where [lo, hi] may contain a rounding boundary of the 16-bit type (see
   // simd_avx512.h). float16: where lo and hi round apart.
-  GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi) {
+  GELU_SIMD static uint32_t may_round_apart(As<Float16> type, VecF lo, VecF hi) {
     // 0xFFFF or 0 per lane, packed to one byte each.
-    const __m128i equal = _mm_cmpeq_epi16(round(tag, lo), round(tag, hi));
+    const __m128i equal = _mm_cmpeq_epi16(round(type, lo), round(type, hi));
     return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(equal, equal))) & 0xFFu;
   }
-  GELU_SIMD static uint32_t unsure(const BFloat16* tag, VecF lo, VecF hi) {
+  GELU_SIMD static uint32_t may_round_apart(As<BFloat16> type, VecF lo, VecF hi) {
     Bits unused;
-    return round_interval(tag, lo, hi, MaskF{_mm256_castsi256_ps(_mm256_set1_epi32(-1))}, unused);
+    return round_interval(type, lo, hi, MaskF{_mm256_castsi256_ps(_mm256_set1_epi32(-1))}, unused);
   }
   // That, or not `qualified`; and hi rounded to the 16-bit type, which in the lanes that pass
   // the test is also the rounding of every value in [lo, hi] (NaN aside: not for lanes that may
   // pass with NaN ends). lo and hi may come in either order.
-  GELU_SIMD static uint32_t round_interval(const Float16* tag, VecF lo, VecF hi, MaskF qualified,
+  GELU_SIMD static uint32_t round_interval(As<Float16> type, VecF lo, VecF hi, MaskF qualified,
                                            Bits& rounded) {
-    rounded = round(tag, hi);
-    return (unsure(tag, lo, hi) | ~static_cast<uint32_t>(_mm256_movemask_ps(qualified.m))) & 0xFFu;
+    rounded = round(type, hi);
+    return (may_round_apart(type, lo, hi) | ~static_cast<uint32_t>(_mm256_movemask_ps(qualified.m))) & 0xFFu;
   }
   // bfloat16: (u + 0x8000) >> 16 rounds pattern u half away from zero, which is to nearest
   // where no boundary (no half-way pattern) lies between the ends.
-  GELU_SIMD static uint32_t round_interval(const BFloat16*, VecF lo, VecF hi, MaskF qualified,
+  GELU_SIMD static uint32_t round_interval(As<BFloat16>, VecF lo, VecF hi, MaskF qualified,
                                            Bits& rounded) {
     __m256i wide;
     const __m256 sure = bfloat16_interval(lo, hi, qualified, wide);
@@ -253,29 +258,29 @@ struct NarrowLanes {
     rounded = _mm256_srli_epi32(_mm256_add_epi32(larger, _mm256_set1_epi32(0x8000)), 16);
     return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(below_smaller, rounded)), qualified.m);
   }
-  // Two vectors of bfloat16 (loops.h's Pairs) from one 32-byte load: unpacking with zeros puts
+  // Two vectors of bfloat16 (loops.h's TwoVectors) from one 32-byte load: unpacking with zeros puts
   // each element in the high half of a 32-bit lane, which makes it a float without a shift.
   // `first` holds elements 0-3 and 8-11, `second` 4-7 and 12-15: the order in which a pack of
   // the two (round_interval_pair) puts them back.
-  GELU_SIMD static void load_pair(const BFloat16* p, VecF& first, VecF& second) {
+  GELU_SIMD static void load_two(const BFloat16* p, VecF& first, VecF& second) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     first = VecF(_mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), v)));
     second = VecF(_mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v)));
   }
   // round_interval of both, stored to out[0, 16) with one pack and one store; bit j of the result
   // set where element j fails.
-  GELU_SIMD static uint32_t round_interval_pair(BFloat16* out, const VecF (&lo)[2],
+  GELU_SIMD static uint32_t round_interval_two(BFloat16* out, const VecF (&lo)[2],
                                                 const VecF (&hi)[2], const MaskF (&qualified)[2]) {
     __m256i rounded[2];
     const __m256 sure0 = bfloat16_interval(lo[0], hi[0], qualified[0], rounded[0]);
     const __m256 sure1 = bfloat16_interval(lo[1], hi[1], qualified[1], rounded[1]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_packus_epi32(rounded[0], rounded[1]));
     // The masks packed the same way: 2 bits per element, in element order.
-    const uint32_t unsure = ~static_cast<uint32_t>(_mm256_movemask_epi8(
+    const uint32_t failing = ~static_cast<uint32_t>(_mm256_movemask_epi8(
         _mm256_packs_epi32(_mm256_castps_si256(sure0), _mm256_castps_si256(sure1))));
-    if (__builtin_expect(unsure == 0, 1)) return 0;
+    if (__builtin_expect(failing == 0, 1)) return 0;
     uint32_t failed = 0;
-    for (int j = 0; j < 16; ++j) failed |= (unsure >> (2 * j) & 1u) << j;
+    for (int j = 0; j < 16; ++j) failed |= (failing >> (2 * j) & 1u) << j;
     return failed;
   }
   template <class T>
@@ -283,7 +288,7 @@ struct NarrowLanes {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bits);
   }
 
-  // gelu_math.h's cells: each lane's row of `rows` (loops.h's CubicRow, 16 bytes) as c,
+  // the math's cells: each lane's row of `rows` (math::CubicRow, 16 bytes) as c,
   // d = x - the cell's midpoint, and the lanes where x lies in a cell (elsewhere c is the last
   // cell's of its sign, and the cubic is to be ignored). Rows are loaded whole and transposed
   // (gathers are slow).
@@ -338,7 +343,7 @@ struct NarrowLanes {
   }
   // Tables of float pairs {a, b}: 8 pairs stored, or the pairs of 8 inputs loaded.
   template <class Pair>
-  GELU_SIMD static void store_pairs(Pair* table, VecF a, VecF b) {
+  GELU_SIMD static void store_bounded(Pair* table, VecF a, VecF b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
     float* out = reinterpret_cast<float*>(table);
     const __m256 low = _mm256_unpacklo_ps(a.v, b.v), high = _mm256_unpackhi_ps(a.v, b.v);
@@ -346,7 +351,7 @@ struct NarrowLanes {
     _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(low, high, 0x31));
   }
   template <class Pair, class T>
-  GELU_SIMD static void lookup_pairs(const Pair* table, const T* p, VecF& a, VecF& b) {
+  GELU_SIMD static void lookup_bounded(const Pair* table, const T* p, VecF& a, VecF& b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
     const __m256i index = table_index(p);
     const long long* base = reinterpret_cast<const long long*>(table);
@@ -370,10 +375,10 @@ struct Lanes {
     return avx2::append_lanes(out, first, mask);
   }
 
-  // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.
+  // float64 pair path (math/f64_pair.h): the value is the result; its error is 0 or inf.
   using F = Vec;
-  GELU_SIMD static Vec round(const double*, Vec v) { return v; }
-  GELU_SIMD static uint32_t unsure(const double*, Vec a, Vec b) {
+  GELU_SIMD static Vec round(As<double>, Vec v) { return v; }
+  GELU_SIMD static uint32_t may_round_apart(As<double>, Vec a, Vec b) {
     return static_cast<uint32_t>(_mm256_movemask_pd(_mm256_cmp_pd(a.v, b.v, _CMP_NEQ_UQ)));
   }
 
@@ -404,7 +409,7 @@ struct Lanes {
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(r, r));
   }
 
-  // gelu_math.h's round_to_odd_float, 4 at a time: the nearest float, one step toward zero if it
+  // the math's round_to_odd_float, 4 at a time: the nearest float, one step toward zero if it
   // rounded away from zero, then the last bit set if inexact.
   GELU_SIMD static __m128 round_to_odd(Vec v) {
     const __m128 nearest = _mm256_cvtpd_ps(v.v);

@@ -1,4 +1,4 @@
-// AVX-512 lanes for gelu_math.h: 8 doubles, and conversions from and to the storage types.
+// AVX-512 lanes (cpu/lanes.h): 8 doubles, and conversions from and to the storage types.
 // Included only by kernels_avx512.cpp, under its AVX-512 target pragma.
 #pragma once
 
@@ -6,14 +6,15 @@
 
 #include <cstdint>
 
-#include "storage.h"
-#include "../gelu_math.h"
+#include "lanes.h"
 
 #define GELU_SIMD inline __attribute__((always_inline))
 
 namespace gelu_ext {
 namespace cpu {
 namespace avx512 {
+
+constexpr CpuIsa kIsa = kIsaAvx512;
 
 struct Mask {
   __mmask8 m;
@@ -42,9 +43,13 @@ GELU_SIMD Vec fabs(Vec a) { return Vec(_mm512_abs_pd(a.v)); }
 GELU_SIMD Mask operator<(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_LT_OQ)}; }
 GELU_SIMD Mask operator>(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_GT_OQ)}; }
 GELU_SIMD Mask operator>=(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_GE_OQ)}; }
+GELU_SIMD Mask operator==(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_EQ_OQ)}; }
+// Unordered: true where either side is NaN, like the scalar operator.
+GELU_SIMD Mask operator!=(Vec a, Vec b) { return Mask{_mm512_cmp_pd_mask(a.v, b.v, _CMP_NEQ_UQ)}; }
+GELU_SIMD Mask operator&(Mask a, Mask b) { return Mask{static_cast<__mmask8>(a.m & b.m)}; }
 GELU_SIMD Vec select(Mask c, Vec a, Vec b) { return Vec(_mm512_mask_blend_pd(c.m, b.v, a.v)); }
 
-// gelu_math.h's at_least and at_most: max and min return their second operand where either is
+// the math's at_least and at_most: max and min return their second operand where either is
 // NaN, so x goes second.
 GELU_SIMD Vec at_least(Vec x, double floor) {
   return Vec(_mm512_max_pd(_mm512_set1_pd(floor), x.v));
@@ -54,14 +59,14 @@ GELU_SIMD Vec at_most(Vec x, double ceiling) {
 }
 GELU_SIMD Vec at_most_each(Vec x, Vec ceiling) { return Vec(_mm512_min_pd(ceiling.v, x.v)); }
 
-// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see gelu_math.h).
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^52 (see math/common.h).
 GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   const __m512i k = _mm512_sub_epi64(_mm512_castpd_si512(shifted.v),
                                      _mm512_set1_epi64(0x4338000000000000 - 1023));
   return Vec(_mm512_mul_pd(value.v, _mm512_castsi512_pd(_mm512_slli_epi64(k, 52))));
 }
 
-// gelu_math.h's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
+// the math's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
 // and adding them to value's exponent field (modulo 2^12, into the bits above it) adds k, the
 // product being normal.
 GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted) {
@@ -71,7 +76,7 @@ GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted) {
 
 // floor(log2 x) for normal positive x (the double-double path's interval index).
 GELU_SIMD Vec binary_exponent(Vec x) { return Vec(_mm512_getexp_pd(x.v)); }
-// gelu_math.h's table_row and table_entry: each lane's row (a small non-negative integer) as a
+// the math's table_row and table_entry: each lane's row (a small non-negative integer) as a
 // 64-bit permute index, then the column's entry for each lane, one permute across its 16 rows.
 struct TableRow {
   __m512i v;
@@ -112,7 +117,7 @@ GELU_SIMD MaskF operator&(MaskF a, MaskF b) { return MaskF{static_cast<__mmask16
 GELU_SIMD VecF select(MaskF c, VecF a, VecF b) { return VecF(_mm512_mask_blend_ps(c.m, b.v, a.v)); }
 GELU_SIMD VecF at_most_each(VecF x, VecF ceiling) { return VecF(_mm512_min_ps(ceiling.v, x.v)); }
 
-// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see gelu_math.h).
+// value * 2^k, k in the low bits of shifted = k + 1.5 * 2^23 (see math/common.h).
 GELU_SIMD VecF times_pow2(VecF value, VecF shifted) {
   const __m512i k = _mm512_sub_epi32(_mm512_castps_si512(shifted.v),
                                      _mm512_set1_epi32(0x4B400000 - 127));
@@ -148,10 +153,10 @@ struct NarrowLanes {
     return VecF(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
   }
   // Rounded to nearest even in the 16-bit type (NaN: 0x7FC0 for bfloat16).
-  GELU_SIMD static Bits round(const Float16*, VecF v) {
+  GELU_SIMD static Bits round(As<Float16>, VecF v) {
     return _mm512_cvtps_ph(v.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   }
-  GELU_SIMD static Bits round(const BFloat16*, VecF v) {
+  GELU_SIMD static Bits round(As<BFloat16>, VecF v) {
     const __m512i u = _mm512_castps_si512(v.v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, lsb), _mm512_set1_epi32(0x7FFF)), 16);
@@ -161,14 +166,14 @@ struct NarrowLanes {
   // Bit j set where [lo, hi] may contain a rounding boundary of the 16-bit type, so that values
   // in it could round differently (lo and hi are floats; every boundary is a float too).
   // float16: where lo and hi round apart.
-  GELU_SIMD static uint32_t unsure(const Float16* tag, VecF lo, VecF hi) {
-    return _mm256_cmpneq_epi16_mask(round(tag, lo), round(tag, hi));
+  GELU_SIMD static uint32_t may_round_apart(As<Float16> type, VecF lo, VecF hi) {
+    return _mm256_cmpneq_epi16_mask(round(type, lo), round(type, hi));
   }
   // bfloat16: float bit patterns order like magnitudes, and the boundaries are the patterns
   // k * 2^16 + 0x8000. (u + 0x7FFF) >> 16 counts the boundaries below pattern u, and
   // (u + 0x8000) >> 16 those up to u: equal counts for the smaller and the larger end mean that
-  // none lies between them. Ends of opposite signs always count as unsure.
-  GELU_SIMD static uint32_t unsure(const BFloat16*, VecF lo, VecF hi) {
+  // none lies between them. Ends of opposite signs always count as possibly rounding apart.
+  GELU_SIMD static uint32_t may_round_apart(As<BFloat16>, VecF lo, VecF hi) {
     const __m512i a = _mm512_castps_si512(lo.v), b = _mm512_castps_si512(hi.v);
     const __m512i smaller = _mm512_min_epu32(a, b), larger = _mm512_max_epu32(a, b);
     const __m512i below_smaller = _mm512_srli_epi32(_mm512_add_epi32(smaller, _mm512_set1_epi32(0x7FFF)), 16);
@@ -177,52 +182,27 @@ struct NarrowLanes {
   }
   // The same, and every lane not set in `qualified`.
   template <class T>
-  GELU_SIMD static uint32_t unsure(const T* tag, VecF lo, VecF hi, MaskF qualified) {
-    return unsure(tag, lo, hi) | static_cast<__mmask16>(~qualified.m);
+  GELU_SIMD static uint32_t may_round_apart(As<T> type, VecF lo, VecF hi, MaskF qualified) {
+    return may_round_apart(type, lo, hi) | static_cast<__mmask16>(~qualified.m);
   }
   // That, and hi rounded to the 16-bit type, which in the lanes that pass the test is also the
   // rounding of every value in [lo, hi] (NaN aside: not for lanes that may pass with NaN ends).
   template <class T>
-  GELU_SIMD static uint32_t round_interval(const T* tag, VecF lo, VecF hi, MaskF qualified,
+  GELU_SIMD static uint32_t round_interval(As<T> type, VecF lo, VecF hi, MaskF qualified,
                                            Bits& rounded) {
-    rounded = round_sure(tag, hi);
-    return unsure(tag, lo, hi, qualified);
+    rounded = round_sure(type, hi);
+    return may_round_apart(type, lo, hi, qualified);
   }
   // float16: as round. bfloat16: (u + 0x8000) >> 16 rounds pattern u half away from zero, which
   // is to nearest where no boundary (no half-way pattern) lies between the ends.
-  GELU_SIMD static Bits round_sure(const Float16* tag, VecF v) { return round(tag, v); }
-  GELU_SIMD static Bits round_sure(const BFloat16*, VecF v) {
+  GELU_SIMD static Bits round_sure(As<Float16> type, VecF v) { return round(type, v); }
+  GELU_SIMD static Bits round_sure(As<BFloat16>, VecF v) {
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(
         _mm512_add_epi32(_mm512_castps_si512(v.v), _mm512_set1_epi32(0x8000)), 16));
   }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
-  }
-
-  // gelu_math.h's cells: each lane's row of `rows` (loops.h's CubicRow, 16 bytes) as c,
-  // d = x - the cell's midpoint, and the lanes where x lies in a cell (elsewhere the cubic is to
-  // be ignored).
-  template <class Row>
-  GELU_SIMD static MaskF cell(const Row* rows, VecF x, VecF (&c)[4], VecF& d) {
-    static_assert(sizeof(Row) == 16, "a row of 4 floats");
-    const __m512i bits = _mm512_castps_si512(x.v);
-    const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
-    // Below the first cell, offset wraps around to a large unsigned number.
-    const __m512i offset = _mm512_sub_epi32(_mm512_srli_epi32(magnitude, math::kCellLowBits),
-                                            _mm512_set1_epi32(math::kCellFirstExponent << math::kCellBits));
-    const __mmask16 inside = _mm512_cmplt_epu32_mask(offset, _mm512_set1_epi32(math::kCellsPerSign));
-    const __m512i negative = _mm512_srai_epi32(bits, 31);
-    const __m512i row = _mm512_add_epi32(_mm512_maskz_mov_epi32(inside, offset),
-                                         _mm512_and_si512(negative, _mm512_set1_epi32(math::kCellsPerSign)));
-    const __m512i midpoint = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(-(1 << math::kCellLowBits))),
-                                             _mm512_set1_epi32(1 << (math::kCellLowBits - 1)));
-    d = VecF(_mm512_maskz_sub_ps(inside, x.v, _mm512_castsi512_ps(midpoint)));
-    const __m512i first = _mm512_slli_epi32(row, 2);  // 4 floats per row
-    const float* base = reinterpret_cast<const float*>(rows);
-    for (int k = 0; k < 4; ++k)
-      c[k] = VecF(_mm512_i32gather_ps(_mm512_add_epi32(first, _mm512_set1_epi32(k)), base, 4));
-    return MaskF{inside};
   }
 
   // The entries of a table indexed by 16-bit inputs' bits (the 16-bit table has one entry of
@@ -237,14 +217,14 @@ struct NarrowLanes {
   }
   // Tables of float pairs {a, b}: 16 pairs stored, or the pairs of 16 inputs loaded.
   template <class Pair>
-  GELU_SIMD static void store_pairs(Pair* table, VecF a, VecF b) {
+  GELU_SIMD static void store_bounded(Pair* table, VecF a, VecF b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
     float* out = reinterpret_cast<float*>(table);
     _mm512_storeu_ps(out, _mm512_permutex2var_ps(a.v, interleave(0), b.v));
     _mm512_storeu_ps(out + 16, _mm512_permutex2var_ps(a.v, interleave(8), b.v));
   }
   template <class Pair, class T>
-  GELU_SIMD static void lookup_pairs(const Pair* table, const T* p, VecF& a, VecF& b) {
+  GELU_SIMD static void lookup_bounded(const Pair* table, const T* p, VecF& a, VecF& b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
     const __m512i index = table_index(p);
     const __m512 low = _mm512_castsi512_ps(
@@ -278,10 +258,10 @@ struct Lanes {
     return __builtin_popcount(mask);
   }
 
-  // float64 single path (gelu_math.h): the value is the result; its error is 0 or inf.
+  // float64 pair path (math/f64_pair.h): the value is the result; its error is 0 or inf.
   using F = Vec;
-  GELU_SIMD static Vec round(const double*, Vec v) { return v; }
-  GELU_SIMD static uint32_t unsure(const double*, Vec a, Vec b) {
+  GELU_SIMD static Vec round(As<double>, Vec v) { return v; }
+  GELU_SIMD static uint32_t may_round_apart(As<double>, Vec a, Vec b) {
     return _mm512_cmp_pd_mask(a.v, b.v, _CMP_NEQ_UQ);
   }
 
@@ -311,7 +291,7 @@ struct Lanes {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtepi32_epi16(r));
   }
 
-  // gelu_math.h's round_to_odd_float, 8 at a time: toward zero, then the last bit set if inexact.
+  // the math's round_to_odd_float, 8 at a time: toward zero, then the last bit set if inexact.
   GELU_SIMD static __m256 round_to_odd(Vec v) {
     const __m256 toward_zero = _mm512_cvt_roundpd_ps(v.v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     const __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(toward_zero), v.v, _CMP_NEQ_OQ);

@@ -1,7 +1,14 @@
-// CUDA kernels and launchers. Each element runs the math of gelu_math.h; this file only moves
-// data: 16-byte vector loads and stores on contiguous aligned operands and on rows of them (the
-// fused ops' broadcast bias and halves), a strided path for the rest. Kernels use no shared memory
-// or synchronization, so that tests/test_cuda_emulated.py can run them on the CPU.
+// CUDA kernels and launchers. Each element runs the math of its numeric path (gelu_math.h,
+// math/route.h); this file only moves data: 16-byte vector loads and stores on contiguous aligned
+// operands and on rows of them (the fused ops' broadcast bias and halves), a strided path for the
+// rest. Kernels use no shared memory or synchronization, so that tests/test_cuda_emulated.py can
+// run them on the CPU.
+
+// The device forms of the math in nvcc's host pass too, where the kernels' templates are parsed
+// (but never run): they name the GPU's narrow forms, which exist only under this macro.
+#ifndef GELU_DEVICE_FORMS
+#define GELU_DEVICE_FORMS 1
+#endif
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -28,23 +35,30 @@ struct Storage<DType::kFloat64> {
   __device__ static double load(T v) { return v; }
   __device__ static T store(double v) { return v; }
 };
+// 16-bit results of the double path are rounded once from the double: one instruction for
+// float16, and from compute capability 9.0 for bfloat16 (before, CUDA rounds to odd in float
+// first, as math::round_to_odd_float does: the same result).
 template <>
 struct Storage<DType::kFloat16> {
   using T = __half;
   __device__ static double load(T v) { return __half2float(v); }
-  __device__ static T store(double v) { return __float2half_rn(math::round_to_odd_float(v)); }
+  __device__ static T store(double v) { return __double2half(v); }
 };
 template <>
 struct Storage<DType::kBFloat16> {
   using T = __nv_bfloat16;
   __device__ static double load(T v) { return __bfloat162float(v); }
-  __device__ static T store(double v) { return __float2bfloat16_rn(math::round_to_odd_float(v)); }
+  __device__ static T store(double v) { return __double2bfloat16(v); }
 };
 
 struct Operands {
   char* ptr[kMaxOperands];
 };
 
+// Threads per block of every launch. The kernels declare no __launch_bounds__: told the block size,
+// ptxas aims at a register count for a number of resident blocks and spills a register or two
+// to local memory to reach it (the float64 kernels did, on every architecture); without it, they
+// take the registers they need, at the same occupancy for nearly all.
 constexpr int kBlockSize = 256;
 
 template <class T, int N>
@@ -52,32 +66,140 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
-// Bits of the nearest 16-bit value, to compare two roundings.
-__device__ __forceinline__ unsigned short bits_of(__half h) { return __half_as_ushort(h); }
-__device__ __forceinline__ unsigned short bits_of(__nv_bfloat16 h) {
-  return __bfloat16_as_ushort(h);
-}
 __device__ __forceinline__ __half round_to(__half, float v) { return __float2half_rn(v); }
 __device__ __forceinline__ __nv_bfloat16 round_to(__nv_bfloat16, float v) {
   return __float2bfloat16_rn(v);
 }
+// Bits of a 16-bit value, to compare two roundings.
+__device__ __forceinline__ unsigned short bits_of(__half h) { return __half_as_ushort(h); }
+__device__ __forceinline__ unsigned short bits_of(__nv_bfloat16 h) {
+  return __bfloat16_as_ushort(h);
+}
 
-// The narrow (float) path of gelu_math.h for 16-bit data: stores the correctly rounded results
-// and returns true, or returns false where its rounding test fails (the caller then takes the
-// double path).
+// The numeric path of each element (math/route.h), for the architecture being compiled.
+#if defined(__CUDA_ARCH__)
+constexpr int kArch = __CUDA_ARCH__;
+#elif defined(GELU_EMULATED_CUDA_ARCH)  // tests/test_cuda_emulated.py: an architecture's routes
+constexpr int kArch = GELU_EMULATED_CUDA_ARCH;
+#else
+constexpr int kArch = 0;  // the host pass; device code is compiled for each architecture
+#endif
+template <Pass P, Approximate A, DType D>
+constexpr NumericPath kPath = route(Device::kCuda, D, P, A, kArch);
+
+template <class T>
+__device__ __forceinline__ bool rounds_surely(float v) {
+  return math::gpu_rounds_surely<std::is_same<T, __nv_bfloat16>::value>(v);
+}
+
+// The significant bits of the narrow path's argument: a 16-bit input, or a bias sum in float.
+template <Pass P, DType D>
+constexpr int kArgumentBits = pass_rule(P).argument_is_sum ? 24
+                              : D == DType::kBFloat16  ? 8
+                                                       : 11;
+
+// Element e of a 16-bit operand's values as a float. bfloat16 pairs share a 32-bit word, and its
+// high half is a float once the low half is masked off: one instruction for either half.
+template <int N>
+__device__ __forceinline__ float narrow_input(const __nv_bfloat16 (&values)[N], int e) {
+  if constexpr (N % 2 == 0) {
+    uint32_t word;
+    memcpy(&word, &values[e & ~1], sizeof word);
+    return math::bit_cast<float>((e & 1) != 0 ? word & 0xFFFF0000u : word << 16);
+  } else {
+    return __bfloat162float(values[e]);
+  }
+}
+template <int N>
+__device__ __forceinline__ float narrow_input(const __half (&values)[N], int e) {
+  return __half2float(values[e]);
+}
+
+// The narrow path: stores the rounded results and returns whether they are surely the correctly
+// rounded ones (the caller takes the fallback path where not).
 template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ bool apply_narrow(const typename Storage<D>::T (*in)[N],
                                              typename Storage<D>::T (*out)[N], int e) {
-  using M = math::PassMath<P, A, false>;
+  constexpr PassRule kRule = pass_rule(P);
   using T = typename Storage<D>::T;
-  float a[M::kInputs];
-  math::Bounded<float> b[M::kOutputs];
+  float a[kRule.inputs], v[kRule.outputs];
 #pragma unroll
-  for (int k = 0; k < M::kInputs; ++k) a[k] = static_cast<float>(Storage<D>::load(in[k][e]));
-  math::NarrowPassMath<P, A>::apply(a, b);
+  for (int k = 0; k < kRule.inputs; ++k) a[k] = narrow_input(in[k], e);
+  bool sure = math::GpuNarrowPass<P, A, kArgumentBits<P, D>>::apply(a, v);
+#pragma unroll
+  for (int k = 0; k < kRule.outputs; ++k) {
+    out[k][e] = round_to(T(), v[k]);
+    sure &= rounds_surely<T>(v[k]);
+  }
+  return sure;
+}
+
+// The same for elements e and e + 1 at once, in GpuPair lanes: from compute capability 10.0,
+// whose packed arithmetic does both elements' sums, products and multiply-adds in one instruction
+// each (elsewhere the pairs cost instructions), and in the host's emulation, so that the tests run
+// this code too (the same bits as one element at a time). Returns the elements to redo as bits 0
+// (e) and 1 (e + 1).
+constexpr bool kPackedLanes = kArch == 0 || kArch >= 1000;
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ uint32_t apply_narrow_pair(const typename Storage<D>::T (*in)[N],
+                                                      typename Storage<D>::T (*out)[N], int e) {
+  constexpr PassRule kRule = pass_rule(P);
+  using T = typename Storage<D>::T;
+  math::GpuPair a[kRule.inputs], v[kRule.outputs];
+#pragma unroll
+  for (int k = 0; k < kRule.inputs; ++k)
+    a[k] = math::GpuPair(narrow_input(in[k], e), narrow_input(in[k], e + 1));
+  const math::GpuPairMask usable = math::GpuNarrowPass<P, A, kArgumentBits<P, D>>::apply(a, v);
+  bool sure_first = usable.a, sure_second = usable.b;
+#pragma unroll
+  for (int k = 0; k < kRule.outputs; ++k) {
+    out[k][e] = round_to(T(), v[k].a);
+    out[k][e + 1] = round_to(T(), v[k].b);
+    sure_first &= rounds_surely<T>(v[k].a);
+    sure_second &= rounds_surely<T>(v[k].b);
+  }
+  return uint32_t(!sure_first) | uint32_t(!sure_second) << 1;
+}
+
+// The path that settles every element (the narrow path's fallback, or the only path).
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ void apply_settling(const typename Storage<D>::T (*in)[N],
+                                               typename Storage<D>::T (*out)[N], int e) {
+  constexpr NumericPath kRoute = kPath<P, A, D>;
+  constexpr PassRule kRule = pass_rule(P);
+  if constexpr (kRoute == NumericPath::kF32ViaF32) {  // float in, float out
+    float a[kRule.inputs], b[kRule.outputs];
+#pragma unroll
+    for (int k = 0; k < kRule.inputs; ++k) a[k] = in[k][e];
+    math::PathPass<kRoute, P, A>::apply(a, b);
+#pragma unroll
+    for (int k = 0; k < kRule.outputs; ++k) out[k][e] = b[k];
+  } else {
+    double a[kRule.inputs], b[kRule.outputs];
+#pragma unroll
+    for (int k = 0; k < kRule.inputs; ++k) a[k] = Storage<D>::load(in[k][e]);
+    math::PathPass<fallback(kRoute), P, A, is_16_bit(D)>::apply(a, b);
+#pragma unroll
+    for (int k = 0; k < kRule.outputs; ++k) out[k][e] = Storage<D>::store(b[k]);
+  }
+}
+
+// The 16-bit double backward's narrow path (math/narrow16.h's NarrowPass, whose f'' the GPU's
+// own forms do not compute): stores the rounded results and returns whether rounding value -+
+// error gives the same 16-bit value (the caller takes the fallback path where not).
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ bool apply_bounded(const typename Storage<D>::T (*in)[N],
+                                              typename Storage<D>::T (*out)[N], int e) {
+  constexpr PassRule kRule = pass_rule(P);
+  using T = typename Storage<D>::T;
+  float a[kRule.inputs];
+  math::Bounded<float> b[kRule.outputs];
+#pragma unroll
+  for (int k = 0; k < kRule.inputs; ++k) a[k] = static_cast<float>(Storage<D>::load(in[k][e]));
+  math::PathPass<kPath<P, A, D>, P, A>::apply(a, b);
   bool correctly_rounded = true;
 #pragma unroll
-  for (int k = 0; k < M::kOutputs; ++k) {
+  for (int k = 0; k < kRule.outputs; ++k) {
     out[k][e] = round_to(T(), b[k].value);
     correctly_rounded &= bits_of(round_to(T(), b[k].value - b[k].error)) ==
                          bits_of(round_to(T(), b[k].value + b[k].error));
@@ -85,46 +207,64 @@ __device__ __forceinline__ bool apply_narrow(const typename Storage<D>::T (*in)[
   return correctly_rounded;
 }
 
+// The GPU's narrow forms (GpuNarrowPass) serve the passes without f''; the double backward's
+// narrow route takes apply_bounded.
+template <Pass P, Approximate A, DType D>
+constexpr bool kNarrow = kPath<P, A, D> == NumericPath::kNarrow16 && (needs(P) & math::kNeedD2) == 0;
+template <Pass P, Approximate A, DType D>
+constexpr bool kBounded = kPath<P, A, D> == NumericPath::kNarrow16 && !kNarrow<P, A, D>;
+
 // Applies pass P to element e of the operand values held in registers.
 template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)[N],
                                               typename Storage<D>::T (*out)[N], int e) {
-  constexpr bool kNarrow = (D == DType::kFloat16 || D == DType::kBFloat16) &&
-                           math::has_narrow_path<P>();
-  if constexpr (kNarrow) {
-    const bool done = apply_narrow<P, A, D, N>(in, out, e);
-#if defined(GELU_SASS_NARROW_ONLY)  // bench/sass_report.py: count the narrow path alone
-    return;
-#endif
-    if (done) return;
+  if constexpr (kNarrow<P, A, D>) {
+    if (apply_narrow<P, A, D, N>(in, out, e)) return;
+  } else if constexpr (kBounded<P, A, D>) {
+    if (apply_bounded<P, A, D, N>(in, out, e)) return;
   }
-  using M = math::PassMath<P, A, D == DType::kFloat64>;
-  double a[M::kInputs], b[M::kOutputs];
-#pragma unroll
-  for (int k = 0; k < M::kInputs; ++k) a[k] = Storage<D>::load(in[k][e]);
-  M::apply(a, b);
-#pragma unroll
-  for (int k = 0; k < M::kOutputs; ++k) out[k][e] = Storage<D>::store(b[k]);
+  apply_settling<P, A, D, N>(in, out, e);
 }
 
 // One 16-byte vector of every operand: loaded from in[k], the pass applied to each element,
 // stored to out[k].
 template <Pass P, Approximate A, DType D, class V>
 __device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
-  using M = math::PassMath<P, A, D == DType::kFloat64>;
   using T = typename Storage<D>::T;
   constexpr int kVec = sizeof(V) / sizeof(T);
-  T in_values[M::kInputs][kVec], out_values[M::kOutputs][kVec];
+  constexpr int kIn = pass_rule(P).inputs, kOut = pass_rule(P).outputs;
+  T in_values[kIn][kVec], out_values[kOut][kVec];
 #pragma unroll
-  for (int k = 0; k < M::kInputs; ++k) {
+  for (int k = 0; k < kIn; ++k) {
     const V loaded = *in[k];
 #pragma unroll
     for (int e = 0; e < kVec; ++e) in_values[k][e] = loaded.v[e];
   }
+  if constexpr (kNarrow<P, A, D>) {
+    // One branch for the vector: the fallback is rare, and each element's own would cost three
+    // instructions (the branch and its convergence barrier) on the common path. The elements to
+    // redo as bits of a word: one predicated instruction each.
+    uint32_t unsure = 0;
+    if constexpr (kPackedLanes) {
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) apply_element<P, A, D, kVec>(in_values, out_values, e);
+      for (int e = 0; e < kVec; e += 2)
+        unsure |= apply_narrow_pair<P, A, D, kVec>(in_values, out_values, e) << e;
+    } else {
 #pragma unroll
-  for (int k = 0; k < M::kOutputs; ++k) {
+      for (int e = 0; e < kVec; ++e)
+        if (!apply_narrow<P, A, D, kVec>(in_values, out_values, e)) unsure |= 1u << e;
+    }
+    if (unsure != 0) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        if (unsure & (1u << e)) apply_settling<P, A, D, kVec>(in_values, out_values, e);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) apply_element<P, A, D, kVec>(in_values, out_values, e);
+  }
+#pragma unroll
+  for (int k = 0; k < kOut; ++k) {
     V stored;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) stored.v[e] = out_values[k][e];
@@ -135,11 +275,10 @@ __device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
 // Contiguous operands whose addresses are 16-byte aligned: each thread moves 16 bytes per operand
 // per step, in a grid-stride loop; the last n % kVec elements are done one per thread.
 template <Pass P, Approximate A, DType D, class index_t>
-__global__ void __launch_bounds__(kBlockSize) contiguous_kernel(Operands ops, index_t n) {
-  using M = math::PassMath<P, A, D == DType::kFloat64>;
+__global__ void contiguous_kernel(Operands ops, index_t n) {
   using T = typename Storage<D>::T;
   constexpr int kVec = 16 / sizeof(T);
-  constexpr int kOut = M::kOutputs, kIn = M::kInputs;
+  constexpr int kOut = pass_rule(P).outputs, kIn = pass_rule(P).inputs;
   using V = Vec<T, kVec>;
   const index_t num_vecs = n / kVec;
   const index_t step = static_cast<index_t>(gridDim.x) * kBlockSize;
@@ -173,18 +312,17 @@ struct RowStrides {
 };
 
 template <Pass P, Approximate A, DType D>
-__global__ void __launch_bounds__(kBlockSize) rows_kernel(Operands ops, RowStrides rows,
-                                                          int32_t vecs_per_row, int32_t num_vecs) {
-  using M = math::PassMath<P, A, D == DType::kFloat64>;
+__global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row, int32_t num_rows) {
   using T = typename Storage<D>::T;
   constexpr int kVec = 16 / sizeof(T);
-  constexpr int kOut = M::kOutputs, kIn = M::kInputs;
+  constexpr int kOut = pass_rule(P).outputs, kIn = pass_rule(P).inputs;
   using V = Vec<T, kVec>;
   const int32_t step = gridDim.x * kBlockSize;
   const int32_t step_rows = step / vecs_per_row, step_columns = step - step_rows * vecs_per_row;
   const int32_t first = blockIdx.x * kBlockSize + threadIdx.x;
+  // Only the row and column go round the loop.
   int32_t row = first / vecs_per_row, column = first - row * vecs_per_row;
-  for (int32_t v = first; v < num_vecs; v += step) {
+  while (row < num_rows) {
     const V* in[kIn];
     V* out[kOut];
 #pragma unroll
@@ -210,11 +348,9 @@ __global__ void __launch_bounds__(kBlockSize) rows_kernel(Operands ops, RowStrid
 // Any layout: each element's byte offsets come from its multi-index. The host split the work so
 // that all offsets fit in 32 bits.
 template <Pass P, Approximate A, DType D>
-__global__ void __launch_bounds__(kBlockSize) strided_kernel(Operands ops, StridedLayout layout,
-                                                             int32_t n) {
-  using M = math::PassMath<P, A, D == DType::kFloat64>;
+__global__ void strided_kernel(Operands ops, StridedLayout layout, int32_t n) {
   using T = typename Storage<D>::T;
-  constexpr int kOut = M::kOutputs, kIn = M::kInputs;
+  constexpr int kOut = pass_rule(P).outputs, kIn = pass_rule(P).inputs;
   const int32_t step = gridDim.x * kBlockSize;
   for (int32_t i = blockIdx.x * kBlockSize + threadIdx.x; i < n; i += step) {
     uint32_t offset[kOut + kIn] = {};
@@ -255,10 +391,12 @@ Operands make_operands(char* const* data, Pass pass) {
 }
 
 template <Pass P, Approximate A, DType D>
-cudaError_t launch_contiguous_typed(const Operands& ops, int64_t n, cudaStream_t stream) {
+cudaError_t launch_contiguous_typed(const Operands& ops, int64_t n, IndexWidth index_width,
+                                    cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(typename Storage<D>::T);
   const int grid = grid_size(n / kVec + 1);
-  if (n <= INT32_MAX) {
+  if (index_width == IndexWidth::k32) {
+    if (n > INT32_MAX) return cudaErrorInvalidValue;
     contiguous_kernel<P, A, D, int32_t><<<grid, kBlockSize, 0, stream>>>(ops, static_cast<int32_t>(n));
   } else {
     contiguous_kernel<P, A, D, int64_t><<<grid, kBlockSize, 0, stream>>>(ops, n);
@@ -289,9 +427,8 @@ cudaError_t launch_strided_typed(const Operands& ops, const StridedLayout& layou
     RowStrides rows{};
     for (int k = 0; k < num_operands(P); ++k) rows.bytes[k] = layout.strides[k][1];
     const int32_t vecs_per_row = layout.sizes[0] / (16 / kSize);
-    const int32_t num_vecs = vecs_per_row * layout.sizes[1];
-    rows_kernel<P, A, D><<<grid_size(num_vecs), kBlockSize, 0, stream>>>(ops, rows, vecs_per_row,
-                                                                         num_vecs);
+    rows_kernel<P, A, D><<<grid_size(int64_t(vecs_per_row) * layout.sizes[1]), kBlockSize, 0,
+                           stream>>>(ops, rows, vecs_per_row, layout.sizes[1]);
     return cudaGetLastError();
   }
   int64_t n = 1;
@@ -340,8 +477,9 @@ cudaError_t dispatch(Pass pass, Approximate approximate, DType dtype, Args&&... 
 
 template <Pass P, Approximate A, DType D>
 struct ContiguousLaunch {
-  static cudaError_t run(const Operands& ops, int64_t n, cudaStream_t stream) {
-    return launch_contiguous_typed<P, A, D>(ops, n, stream);
+  static cudaError_t run(const Operands& ops, int64_t n, IndexWidth index_width,
+                         cudaStream_t stream) {
+    return launch_contiguous_typed<P, A, D>(ops, n, index_width, stream);
   }
 };
 
@@ -355,9 +493,10 @@ struct StridedLaunch {
 }  // namespace
 
 cudaError_t launch_contiguous(Pass pass, Approximate approximate, DType dtype, char* const* data,
-                              int64_t n, cudaStream_t stream) {
+                              int64_t n, IndexWidth index_width, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  return dispatch<ContiguousLaunch>(pass, approximate, dtype, make_operands(data, pass), n, stream);
+  return dispatch<ContiguousLaunch>(pass, approximate, dtype, make_operands(data, pass), n,
+                                    index_width, stream);
 }
 
 cudaError_t launch_strided(Pass pass, Approximate approximate, DType dtype, char* const* data,

@@ -21,10 +21,14 @@ struct StridedLayout {
   int32_t strides[kMaxOperands][kMaxDims];
 };
 
+// The index type of the contiguous kernel: 32 bits wherever n fits (cheaper address arithmetic),
+// else 64. cuda/launch_plan.h chooses.
+enum class IndexWidth : int32_t { k32, k64 };
+
 // Operands are num_operands(pass) pointers, outputs first. Each returns the launch status.
-// All operands contiguous, n elements each:
+// All operands contiguous and 16-byte aligned, n elements each (k32: n at most INT32_MAX):
 cudaError_t launch_contiguous(Pass pass, Approximate approximate, DType dtype, char* const* data,
-                              int64_t n, cudaStream_t stream);
+                              int64_t n, IndexWidth index_width, cudaStream_t stream);
 // Any layout:
 cudaError_t launch_strided(Pass pass, Approximate approximate, DType dtype, char* const* data,
                            const StridedLayout& layout, cudaStream_t stream);

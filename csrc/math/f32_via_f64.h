@@ -1,0 +1,254 @@
+// float32 (and 16-bit) inputs computed in double: f, f', f'' of every form to a relative error
+// below 2^-32 (the polynomials and the rational are accurate to 2^-33), rounded once to the
+// output type. Inputs of float32, float16 and bfloat16 are exact in double, and so are the bias
+// passes' sums and the products of two of them. Written over a lane type V of doubles: double on
+// the GPU, and on the CPU also SIMD vectors, so the CPU and the GPU give identical bits.
+//
+// This is also the fallback of the 16-bit narrow path, for the elements whose rounding test
+// fails.
+#pragma once
+
+#include "common.h"
+#include "passes.h"
+
+namespace gelu_ext {
+namespace math {
+inline namespace GELU_ISA {
+
+// exp(a) for a <= 0 with relative error below 2^-34; a below kExpArgumentFloor (where exp
+// underflows far below every float result) is taken as that. a = k ln2 + r, |r| <= ln2/2,
+// exp(a) = 2^k e^r, k >= -1010. ln2 rounded to double leaves r off by at most
+// 1010 * 2^-54 ln2 < 2^-44: no need for its low part. (P by Estrin's scheme, with a shorter
+// dependency chain, measured slower on AVX2.)
+template <class V>
+GELU_HD V exp_nonpositive(V a, V shifted) {
+  const V k = shifted - V(kRoundToInteger);
+  const V r = fma(k, V(-kLn2), a);
+  const V r2 = r * r;
+  const V p = horner(r, GELU_TABLE(kExpPoly));
+  return times_pow2_normal(fma(r2, p, V(1.0) + r), shifted);  // e^r in [0.7, 1.5]: normal
+}
+template <class V>
+GELU_HD V exp_nonpositive(V a) {
+  a = at_least(a, kExpArgumentFloor);
+  return exp_nonpositive(a, fma(a, V(kLog2e), V(kRoundToInteger)));
+}
+
+// kExpPoly for w = -2r in place of r: P(-w/2)/4 = sum of c[i] (-1)^i 2^-(i+2) w^i. Each step of
+// Horner's rule in w is the step in r times a power of two, so that the result has the same bits.
+constexpr double exp_poly_in_w(int i) {
+  return kExpPoly_host[i] * (i % 2 ? -1.0 : 1.0) / static_cast<double>(int64_t(1) << (i + 2));
+}
+GELU_COEFFICIENTS(kExpPolyInW, exp_poly_in_w(0), exp_poly_in_w(1), exp_poly_in_w(2),
+                  exp_poly_in_w(3), exp_poly_in_w(4), exp_poly_in_w(5))
+
+// Shifting by this in place of kRoundToInteger puts k + 2048 in shifted, whose low 12 bits then
+// also carry the sign bit into times_pow2 and times_pow2_normal: they return -value 2^k.
+constexpr double kRoundToIntegerNegating = kRoundToInteger + 2048.0;
+// Two of negated_gaussian's constants, read from constant memory on the GPU, where as immediates
+// each would cost two moves per use (kRoundToIntegerNegating, unlike kRoundToInteger, has low
+// bits); with the third there too, one rarely used kernel spills.
+GELU_COEFFICIENTS(kGaussianReduction, kRoundToIntegerNegating, 2.0 * kLn2)
+
+// -exp(-t^2/2) for t <= kExactSaturation: the same bits as -exp_nonpositive(-t^2/2), two
+// instructions shorter. w = t^2 + 2 k ln2 = -2r (r as in exp_nonpositive, exactly: the scaling
+// commutes with rounding), so that -t^2/2 is never formed, and the sign comes with the power of 2.
+template <class V>
+GELU_HD V negated_gaussian(V t) {
+  const auto& c = GELU_TABLE(kGaussianReduction);
+  const V square = t * t;
+  const V shifted = fma(square, V(-0.5 * kLog2e), V(c[0]));
+  const V k = shifted - V(c[0]);
+  const V w = fma(k, V(c[1]), square);
+  const V p = horner(w, GELU_TABLE(kExpPolyInW));
+  return times_pow2_normal(fma(w * w, p, fma(w, V(-0.5), V(1.0))), shifted);
+}
+
+// R(t) = exp(t^2/2) Q(t) for t >= 0, Q(t) = erfc(t/sqrt2)/2 the upper tail (relative error 2^-33
+// up to t = 15; beyond, it is only ever multiplied by exp(-t^2/2) < 1e-48, and the rational stays
+// positive and bounded): one division, whose latency overlaps the exp's.
+template <class V>
+GELU_HD V scaled_upper_tail(V t) {
+  return horner(t, GELU_TABLE(kTailNumerator)) / horner(t, GELU_TABLE(kTailDenominator));
+}
+
+// ---------------------------------------------------------------------------------------------
+// exact: f = x Phi(x), f' = Phi(x) + x phi(x), f'' = phi(x) (2 - x^2). With t = |x| and the upper
+// tail Q(t) = exp(-t^2/2) R(t): Phi(x) = Q(t) for x < 0 and 1 - Q(t) for x > 0, never
+// 1 + erf(x/sqrt2), which is 0 in float for x < -5.5 although Phi(x) is a normal float down to
+// x = -13. t is capped at kExactSaturation, beyond which every term with the Gaussian factor is
+// below 1e-297: each result then rounds to its limit in every output type, with no case split.
+
+// The Gaussian factor E = exp(-t^2/2), kept negated (-E costs nothing to form and saves the
+// forward a negation; the derivatives flip a sign inside an FMA instead, with the same bits), and
+// R(t), so that Q(t) = E R.
+template <class V>
+struct UpperTail {
+  V t, minus_gaussian, scaled_tail;
+};
+template <class V>
+GELU_HD UpperTail<V> upper_tail(V x) {
+  const V t = at_most(fabs(x), kExactSaturation);  // NaN stays
+  return UpperTail<V>{t, negated_gaussian(t), scaled_upper_tail(t)};
+}
+
+// f = max(x, 0) - t Q(t): x Q(t) for x < 0, x (1 - Q(t)) for x >= 0, rounded once. The sign of
+// zero is kept, and NaN comes through t.
+template <class V>
+GELU_HD V exact_forward(V x, const UpperTail<V>& q) {
+  return fma(q.minus_gaussian, q.t * q.scaled_tail, at_least(x, 0.0));
+}
+
+// For x < 0, f' = Q(t) - t phi(t) = E (R - t/sqrt(2pi)); for x > 0, f' = 1 - that.
+template <class V>
+GELU_HD V exact_derivative(V x, const UpperTail<V>& q) {
+  const V lower_part = q.minus_gaussian * fma(q.t, V(kInvSqrt2Pi), -q.scaled_tail);
+  return select(x < V(0.0), lower_part, V(1.0) - lower_part);
+}
+
+template <class V>
+GELU_HD V exact_second_derivative(const UpperTail<V>& q) {
+  return q.minus_gaussian * V(kInvSqrt2Pi) * (q.t * q.t - V(2.0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The logistic forms (tanh, sigmoid): f = x p, p = sigmoid(s(x)), q = sigmoid(-s) = 1 - p;
+//   f'  = p + x s' p q
+//   f'' = p q (2 s' + x ((q - p) s'^2 + s''))
+// sigmoid(s) and sigmoid(-s) both come from exp(-|s|), which never overflows.
+
+template <class V>
+struct Logistic {
+  V x;           // x, clamped to +-kLogisticSaturation
+  V s, ds, d2s;  // s(x), s'(x), s''(x)
+  V p, q, pq;    // sigmoid(s), sigmoid(-s), their product
+};
+
+template <Approximate A, class V>
+GELU_HD Logistic<V> logistic(V x) {
+  Logistic<V> g;
+  g.x = clamp_magnitude(x, kLogisticSaturation);
+  if (A == Approximate::kTanh) {
+    const V x2 = g.x * g.x;
+    g.s = g.x * fma(V(kTanhS3), x2, V(kTanhS1));
+    g.ds = fma(V(3.0 * kTanhS3), x2, V(kTanhS1));
+    g.d2s = V(6.0 * kTanhS3) * g.x;
+  } else {
+    g.s = V(kSigmoidScale) * g.x;
+    g.ds = V(kSigmoidScale);
+    g.d2s = V(0.0);
+  }
+  const V e = exp_nonpositive(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
+  const V inv = V(1.0) / (V(1.0) + e);
+  const V small = e * inv;
+  const auto nonnegative = g.s >= V(0.0);
+  g.p = select(nonnegative, inv, small);
+  g.q = select(nonnegative, small, inv);
+  g.pq = small * inv;
+  return g;
+}
+
+// Beyond |x| = kLogisticSaturation, s is that of x clamped there, so that sigmoid(-|s|) < 1e-300:
+// every result is then within far less than the smallest subnormal float of its limit, and of
+// the limit's sign, with no case split. The forward multiplies by x itself above (x = +inf gives
+// inf).
+template <class V>
+GELU_HD V logistic_forward(V x, const Logistic<V>& g) {
+  return at_least(x, -kLogisticSaturation) * g.p;
+}
+
+template <class V>
+GELU_HD V logistic_derivative(const Logistic<V>& g) {
+  return fma(g.x * g.ds, g.pq, g.p);
+}
+
+template <class V>
+GELU_HD V logistic_second_derivative(const Logistic<V>& g) {
+  const V inner = fma((g.q - g.p) * g.ds, g.ds, g.d2s);
+  return g.pq * fma(g.x, inner, V(2.0) * g.ds);
+}
+
+// f, f' and f'' at x, computing what they share (the tail or the logistic) once: kNeeds says
+// which are needed, and the rest is never computed.
+template <Approximate A, int kNeeds, class V>
+GELU_HD Derivatives<V> f32_via_f64(V x) {
+  Derivatives<V> r{};
+  if constexpr (A == Approximate::kNone) {
+    const UpperTail<V> q = upper_tail(x);
+    if (kNeeds & kNeedF) r.f = exact_forward(x, q);
+    if (kNeeds & kNeedD1) r.d1 = exact_derivative(x, q);
+    if (kNeeds & kNeedD2) r.d2 = exact_second_derivative(q);
+  } else {
+    const Logistic<V> g = logistic<A>(x);
+    if (kNeeds & kNeedF) r.f = logistic_forward(x, g);
+    if (kNeeds & kNeedD1) r.d1 = logistic_derivative(g);
+    if (kNeeds & kNeedD2) r.d2 = logistic_second_derivative(g);
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ties at 16-bit (and float) midpoints. Where a bias sum or a product of operands makes the exact
+// neighbour of a result a midpoint of the output type, the side of the midpoint on which the
+// result lies decides its rounding, and a term that computes as exactly its limit hides that side.
+//
+// f(x) < x for x > 0 in every form. Where the computed f rounds to x itself (from about x = 8.2
+// for the exact form, 7.1 for tanh, 22 for sigmoid), the double just below x instead: rounding
+// to odd then tells the 16-bit conversion that f lies below x, so that at a 16-bit midpoint x (a
+// bias sum; or a product f(x) up) f rounds down, where x would round to even.
+template <class V>
+GELU_HD V settle_ties_of_f(V f, V x) {
+  // f at most x (1 - 2^-53), the double below x, where x > 0; elsewhere at most 0, which f is
+  // (f(x) <= 0 for x <= 0, of x's sign at zero); NaN stays. Three operations in place of five.
+  return at_most_each(f, at_least(x * V(1.0 - 0x1p-53), 0.0));
+}
+// Likewise f'(x) > 1 for x > 1 in every form (x phi(x) > Q(x); x s' p > 1): where the computed
+// f' rounds to 1, the double just above, so that a product grad * up f' at a 16-bit midpoint
+// rounds away from zero.
+template <class V>
+GELU_HD V settle_ties_of_d1(V d1, V x) {
+  return select(d1 > V(1.0), d1, select(x > V(1.0), V(1.0 + 0x1p-52), d1));
+}
+
+// f(x) > x/2 for every x != 0 (x (Phi(x) - 1/2) and x (p - 1/2) are positive). Below about
+// |x| = 2^-52 the computed f is x/2 itself, the rest lost; where x/2 (or up x/2) is a 16-bit
+// midpoint (subnormal bfloat16 inputs, and products with up), rounding would then go to even.
+// The double just above x/2 instead: rounding to odd then tells the 16-bit conversion on which
+// side f lies. (float32 outputs need not: within 0.502 ulp either way.)
+template <class V>
+GELU_HD V settle_ties_of_tiny_f(V f, V x) {
+  const V half = V(0.5) * x;
+  const V above = half * select(x > V(0.0), V(1.0 + 0x1p-52), V(1.0 - 0x1p-53));
+  return select((f == half) & (x != V(0.0)), above, f);
+}
+
+// A pass in this path: the terms at the argument, then the products, each output rounded once
+// to its type by the kernel. f needs its ties settled where its argument is a sum or it is
+// multiplied by an operand; f' where two operands multiply it (one operand times f' = 1 is that
+// operand, exact); and, for 16-bit outputs, f near x = 0.
+template <Pass P, Approximate A, bool kSixteenBitOutput = false>
+struct F32ViaF64Pass {
+  template <class V>
+  GELU_HD static void apply(const V* in, V* out) {
+    const V x = argument_of<P>(in);
+    const Derivatives<V> d = f32_via_f64<A, needs(P)>(x);
+    out[0] = output<0>(in, x, d);
+    if constexpr (pass_rule(P).outputs > 1) out[1] = output<1>(in, x, d);
+  }
+
+  template <int K, class V>
+  GELU_HD static V output(const V* in, V x, const Derivatives<V>& d) {
+    constexpr PassRule rule = pass_rule(P);
+    constexpr OutputRule o = rule.out[K];
+    V term = term_of(o.term, d.f, d.d1, d.d2);
+    if constexpr (o.term == Term::kF && kSixteenBitOutput) term = settle_ties_of_tiny_f(term, x);
+    if constexpr (o.term == Term::kF && (rule.argument_is_sum || o.num_factors > 0))
+      term = settle_ties_of_f(term, x);
+    if constexpr (o.term == Term::kD1 && o.num_factors > 1) term = settle_ties_of_d1(term, x);
+    return plain_output<P, K>(in, term);
+  }
+};
+
+}  // namespace GELU_ISA
+}  // namespace math
+}  // namespace gelu_ext

@@ -1,0 +1,112 @@
+// Which numeric path serves which case: one table for the CPU loops and the CUDA kernels alike
+// (DEVELOPERS.md mirrors it).
+#pragma once
+
+#include "passes.h"
+
+namespace gelu_ext {
+
+enum class Device : int { kCpu, kCuda };
+
+// The CPU's instruction sets (the `arch` of a CPU route).
+enum CpuIsa : int { kIsaPortable = 0, kIsaAvx2 = 1, kIsaAvx512 = 2 };
+
+enum class NumericPath : int {
+  kF32ViaF64,           // math/f32_via_f64.h: double, rounded once to the output type
+  kF32ViaF32,           // math/f32_via_f32.h: float32 in float and float pairs, rounded once
+  kF64DoubleDouble,     // math/f64_double_double.h: double-double, rounded once
+  kF64Pair,             // math/f64_pair.h: double pairs; elements it cannot settle are redone
+                        //   by kF64DoubleDouble
+  kNarrow16,            // math/narrow16.h: float with an error bound and a rounding test;
+                        //   elements that fail it are redone by kF32ViaF64
+  kNarrow16ResultTable, // kNarrow16's results for every 16-bit input, built once and looked up
+  kNarrow16TermTables,  // kNarrow16's f and f' with their bounds for every 16-bit input, looked
+                        //   up, then kNarrow16's products and rounding test
+  kNarrow16Cubic,       // kNarrow16's rounding test on the cubic cells' f or f' (narrow16.h)
+};
+
+// CUDA architectures whose FP64 runs at 1/32 (7.5) or 1/64 (8.6, 8.7, 8.9, 12.x) of FP32: there
+// float32 computes in float (bench/gpu_model.py predicts the double path 3-10 times slower than
+// F.gelu on them). Elsewhere FP64 has half of FP32's rate and the double path, with fewer
+// instructions, is the faster.
+constexpr bool has_slow_fp64(int arch) {
+  return arch == 750 || arch == 860 || arch == 870 || arch == 890 || arch >= 1200;
+}
+
+constexpr bool is_16_bit(DType dtype) {
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
+// Builds that measure what a CPU mechanism earns (bench/, never the default) may turn one off:
+// -DGELU_ROUTE_NO_TABLES (16-bit inputs computed by narrow16, not looked up), -DGELU_ROUTE_NO_CUBIC
+// (the 16-bit bias passes by narrow16), -DGELU_ROUTE_NO_F64_PAIR (float64 by double-double).
+#if defined(GELU_ROUTE_NO_TABLES)
+constexpr bool kRouteTables = false;
+#else
+constexpr bool kRouteTables = true;
+#endif
+#if defined(GELU_ROUTE_NO_CUBIC)
+constexpr bool kRouteCubic = false;
+#else
+constexpr bool kRouteCubic = true;
+#endif
+#if defined(GELU_ROUTE_NO_F64_PAIR)
+constexpr bool kRouteF64Pair = false;
+#else
+constexpr bool kRouteF64Pair = true;
+#endif
+
+// The path of (device, dtype, pass, form). arch: the CPU's instruction set (CpuIsa), or the CUDA
+// architecture as __CUDA_ARCH__ gives it (860 for compute capability 8.6; 0 in host code).
+constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate form, int arch) {
+  (void)form;
+  const PassRule rule = pass_rule(pass);
+  const bool second_derivative = (needs(pass) & math::kNeedD2) != 0;
+  if (dtype == DType::kFloat32)
+    return device == Device::kCuda && has_slow_fp64(arch) ? NumericPath::kF32ViaF32
+                                                          : NumericPath::kF32ViaF64;
+  if (dtype == DType::kFloat64) {
+    if (device == Device::kCuda || second_derivative || !kRouteF64Pair)
+      return NumericPath::kF64DoubleDouble;
+    return NumericPath::kF64Pair;
+  }
+  // 16-bit data: the narrow path on the GPU (the double backward too); on the CPU its tables.
+  if (device == Device::kCuda) return NumericPath::kNarrow16;
+  if (second_derivative) return NumericPath::kF32ViaF64;
+  // The bias passes' argument x + b is a float: no table of 16-bit inputs serves it. Cubic cells
+  // beat computing on AVX2, whose 8 lanes make the narrow functions dear; with 16 lanes and slow
+  // gathers, AVX-512 computes faster (bench/kernel_alone.cpp, both ISAs on one Zen 4 host).
+  if (rule.argument_is_sum)
+    return kRouteCubic && arch != kIsaAvx512 ? NumericPath::kNarrow16Cubic : NumericPath::kNarrow16;
+  if (!kRouteTables) return NumericPath::kNarrow16;
+  return pass == Pass::kForward ? NumericPath::kNarrow16ResultTable
+                                : NumericPath::kNarrow16TermTables;
+}
+
+// The path that redoes the elements a path leaves unsettled (itself where it settles all).
+constexpr NumericPath fallback(NumericPath path) {
+  switch (path) {
+    case NumericPath::kF64Pair: return NumericPath::kF64DoubleDouble;
+    case NumericPath::kNarrow16:
+    case NumericPath::kNarrow16ResultTable:
+    case NumericPath::kNarrow16TermTables:
+    case NumericPath::kNarrow16Cubic: return NumericPath::kF32ViaF64;
+    default: return path;
+  }
+}
+
+constexpr const char* path_name(NumericPath path) {
+  switch (path) {
+    case NumericPath::kF32ViaF64: return "f32_via_f64";
+    case NumericPath::kF32ViaF32: return "f32_via_f32";
+    case NumericPath::kF64DoubleDouble: return "f64_double_double";
+    case NumericPath::kF64Pair: return "f64_pair";
+    case NumericPath::kNarrow16: return "narrow16";
+    case NumericPath::kNarrow16ResultTable: return "narrow16_result_table";
+    case NumericPath::kNarrow16TermTables: return "narrow16_term_tables";
+    case NumericPath::kNarrow16Cubic: return "narrow16_cubic";
+  }
+  return "?";
+}
+
+}  // namespace gelu_ext
