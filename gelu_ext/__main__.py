@@ -117,6 +117,9 @@ def main(argv=None):
         ok &= not failures
         if not args.no_bench:
             micro_benchmark(device, args.numel)
+    if not args.no_bench:
+        print("full benchmark: python bench/bench.py in the source tree (--quick for a short run); "
+              "results per machine in bench/results/, summarized in docs/performance.md")
     return 0 if ok else 1
 
 

@@ -1,27 +1,11 @@
-"""The public functional API.
-
-Which path a call takes:
-
-  nested tensors (jagged)    the same call on their packed values, rewrapped (_on_jagged_values);
-  under torch.compile        the op itself: Dynamo cannot trace an autograd.Function with a jvp,
-                             and AOTAutograd differentiates the op through its registered autograd;
-  torch.func transforms      autograd.Functions in the setup_context style that torch.func needs
-                             (_autograd.py);
-  autograd or forward AD     classic autograd.Functions (_autograd.py);
-  otherwise (inference, and  the op below its registered autograd, which is Python code that
-  backward passes that       would only find that no graph is needed: on small tensors that
-  build no graph)            check cost as much as the kernel.
+"""The public functional API: checks, nested tensors and autocast here; each call then goes to
+its op by the route it needs (_autograd.route, which says why there is more than one).
 """
 
 import torch
-from torch._C._functorch import is_functorch_wrapped_tensor
 
-from ._autograd import (BiasGELUFunction, BiasGELUFunctorchFunction, GEGLUFunction,
-                        GEGLUFunctorchFunction, GEGLUPackedFunction, GELUFunction,
-                        GELUFunctorchFunction, below_autograd, differentiable)
+from ._autograd import route
 from .ops import check_approximate
-
-_ops = torch.ops.gelu_ext
 
 
 def _check_tensors(op, **operands):
@@ -64,18 +48,23 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     Works on CPU and CUDA tensors of float16, bfloat16, float32 and float64, of any shape and
     layout; differentiable to second order in reverse and forward mode, vmap-able, and traceable by
     torch.compile without graph breaks.
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> x = torch.tensor([-3.0, -1.0, 0.0, 1.0, 3.0], dtype=torch.float64)
+        >>> gelu_ext.gelu(x)
+        tensor([-0.0040, -0.1587,  0.0000,  0.8413,  2.9960], dtype=torch.float64)
+        >>> gelu_ext.gelu(x, approximate="tanh")
+        tensor([-0.0036, -0.1588,  0.0000,  0.8412,  2.9964], dtype=torch.float64)
+        >>> gelu_ext.gelu(torch.tensor([-10.0]))      # F.gelu gives -0 here, in float32
+        tensor([-7.6199e-23])
     """
     _check_tensors("gelu", input=input)
     check_approximate(approximate)
     if input.is_nested:
         return _on_jagged_values("gelu", lambda v: gelu(v, approximate), input)
-    if torch.compiler.is_compiling():
-        return _ops.gelu.default(input, approximate)
-    if is_functorch_wrapped_tensor(input):
-        return GELUFunctorchFunction.apply(input, approximate)
-    if differentiable(input):
-        return GELUFunction.apply(input, approximate)
-    return below_autograd(_ops.gelu.default, input, approximate)
+    return route("gelu", input, approximate)
 
 
 # The device types with an autocast state ("meta", for one, has none: asking about it raises),
@@ -96,17 +85,9 @@ def _in_autocast_dtype(first, *others):
     return tuple(t.to(first.dtype) if t.is_floating_point() else t for t in others)
 
 
-def _fused(eager, functorch, op, first, *others):
-    """The path of a fused op's call (module docstring); others end with approximate."""
-    args = (first, *_in_autocast_dtype(first, *others[:-1]), others[-1])
-    tensors = args[:-1]
-    if torch.compiler.is_compiling():
-        return op(*args)
-    if functorch is not None and any(is_functorch_wrapped_tensor(t) for t in tensors):
-        return functorch.apply(*args)
-    if differentiable(*tensors):
-        return eager.apply(*args)
-    return below_autograd(op, *args)
+def _fused(name, first, *others, approximate):
+    """The fused op `name` on its operands, the others under autocast in first's dtype."""
+    return route(name, first, *_in_autocast_dtype(first, *others), approximate)
 
 
 def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -116,14 +97,21 @@ def bias_gelu(input: torch.Tensor, bias: torch.Tensor, approximate: str = "none"
     a float pair for float32 on the CPU), so it is not rounded before the GELU; for float64 it is
     rounded once, to double. The backward returns grad_input and grad_bias (grad_input
     summed over all leading dimensions) from one elementwise pass and one reduction.
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> x, bias = torch.zeros(2, 3), torch.tensor([-1.0, 0.0, 1.0])
+        >>> gelu_ext.bias_gelu(x, bias)
+        tensor([[-0.1587,  0.0000,  0.8413],
+                [-0.1587,  0.0000,  0.8413]])
     """
     _check_tensors("bias_gelu", input=input, bias=bias)
     check_approximate(approximate)
     if input.is_nested:
         return _on_jagged_values("bias_gelu", lambda v, b: bias_gelu(v, b, approximate), input,
                                  bias, last_dim_regular=True)
-    return _fused(BiasGELUFunction, BiasGELUFunctorchFunction, _ops.bias_gelu.default, input,
-                  bias, approximate)
+    return _fused("bias_gelu", input, bias, approximate=approximate)
 
 
 def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -131,6 +119,12 @@ def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> to
 
     `gate, up = h.chunk(2, dim=-1)` works without a copy. The backward computes both gradients
     in one pass.
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> gelu_ext.geglu(torch.tensor([1.0, 2.0]), torch.tensor([2.0, 0.5]))
+        tensor([1.6827, 0.9772])
     """
     _check_tensors("geglu", gate=gate, up=up)
     check_approximate(approximate)
@@ -140,7 +134,7 @@ def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> to
                             "neither")
         return _on_jagged_values("geglu", lambda g, u: geglu(g, u, approximate), gate, up,
                                  last_dim_regular=True)
-    return _fused(GEGLUFunction, GEGLUFunctorchFunction, _ops.geglu.default, gate, up, approximate)
+    return _fused("geglu", gate, up, approximate=approximate)
 
 
 def geglu_packed(h: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -149,13 +143,16 @@ def geglu_packed(h: torch.Tensor, approximate: str = "none") -> torch.Tensor:
 
     Its backward writes grad_h in one pass, where geglu on h's halves would leave autograd to
     concatenate grad_gate and grad_up in a further copy.
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> gelu_ext.geglu_packed(torch.tensor([[1.0, 2.0, 2.0, 0.5]]))   # [gate | up]
+        tensor([[1.6827, 0.9772]])
     """
     _check_tensors("geglu_packed", h=h)
     check_approximate(approximate)
     if h.is_nested:
         return _on_jagged_values("geglu_packed", lambda v: geglu_packed(v, approximate), h,
                                  last_dim_regular=True)
-    if (not torch.compiler.is_compiling() and is_functorch_wrapped_tensor(h) and h.dim() >= 1
-            and h.shape[-1] % 2 == 0):
-        return GEGLUFunctorchFunction.apply(*h.chunk(2, dim=-1), approximate)
-    return _fused(GEGLUPackedFunction, None, _ops.geglu_packed.default, h, approximate)
+    return route("geglu_packed", h, approximate)

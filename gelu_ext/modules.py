@@ -15,7 +15,17 @@ from .ops import check_approximate
 
 class GELU(nn.Module):
     """Drop-in for :class:`torch.nn.GELU`, computed by gelu_ext; `approximate` may also be
-    "sigmoid" (x * sigmoid(1.702 x))."""
+    "sigmoid" (x * sigmoid(1.702 x)).
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> act = gelu_ext.GELU(approximate="sigmoid")
+        >>> act
+        GELU(approximate='sigmoid')
+        >>> act(torch.tensor([-1.0, 1.0]))
+        tensor([-0.1542,  0.8458])
+    """
 
     __constants__ = ["approximate"]
 
@@ -39,6 +49,14 @@ class GEGLU(nn.Module):
 
     Takes h of size 2n in its last dimension and returns size n; the halves are read in place (no
     copy), and the backward writes grad_h in one fused pass (geglu_packed).
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> ffn = torch.nn.Sequential(torch.nn.Linear(8, 2 * 16), gelu_ext.GEGLU(),
+        ...                           torch.nn.Linear(16, 8))
+        >>> ffn(torch.randn(4, 8)).shape
+        torch.Size([4, 8])
     """
 
     def __init__(self, approximate: str = "none") -> None:
@@ -59,7 +77,15 @@ class GEGLU(nn.Module):
 
 class BiasGELU(nn.Module):
     """gelu(x + bias) with its own bias of `features` elements, fused (Megatron's bias-GELU):
-    pair it with a bias-free nn.Linear(in, features, bias=False)."""
+    pair it with a bias-free nn.Linear(in, features, bias=False).
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> up = torch.nn.Sequential(torch.nn.Linear(8, 16, bias=False), gelu_ext.BiasGELU(16))
+        >>> up(torch.randn(4, 8)).shape
+        torch.Size([4, 16])
+    """
 
     def __init__(self, features: int, approximate: str = "none", device=None, dtype=None) -> None:
         super().__init__()

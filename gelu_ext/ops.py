@@ -14,10 +14,13 @@ The ops (defined in csrc/ops.cpp):
   geglu_packed_backward(grad_output, h, approximate)        -> grad_h = [grad_gate, grad_up]
 """
 
+import types
+
 import torch
 from torch._prims_common import compute_elementwise_output_strides
 
 from . import _C  # noqa: F401  (registers the ops)
+from ._derivatives import DERIVATIVES, refuse_third_order
 
 APPROXIMATIONS = ("none", "tanh", "sigmoid")
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -170,138 +173,31 @@ def _geglu_packed_backward_fake(grad_output, h, approximate="none"):
 
 
 # --------------------------------------------------------------------------------------------
-# Reverse-mode autograd: gelu -> gelu_backward -> gelu_double_backward.
+# Reverse-mode autograd: gelu -> gelu_backward -> gelu_double_backward, whose own derivatives
+# (third order) are refused; the fused ops' backward ops differentiate to second order. The
+# formulas (_derivatives.py) call the ops themselves here, so that each order's gradient is
+# differentiable through the autograd registered for the next.
 
-def _gelu_setup_context(ctx, inputs, output):
-    input, approximate = inputs
-    ctx.save_for_backward(input)
-    ctx.approximate = approximate
-
-
-def _gelu_backward_formula(ctx, grad):
-    (input,) = ctx.saved_tensors
-    return _ops.gelu_backward.default(grad, input, ctx.approximate), None
+_OPS_THEMSELVES = types.SimpleNamespace(**{name: getattr(_ops, name).default
+                                           for name in DERIVATIVES})
 
 
-def _gelu_backward_setup_context(ctx, inputs, output):
-    grad_output, input, approximate = inputs
-    ctx.save_for_backward(grad_output, input)
-    ctx.approximate = approximate
+def _register_autograd(name, vjp):
+    keeps_inputs = vjp is not refuse_third_order
+
+    def setup_context(ctx, inputs, output):
+        *tensors, ctx.approximate = inputs
+        if keeps_inputs:
+            ctx.save_for_backward(*tensors)
+
+    def backward(ctx, *grads):
+        return (*vjp(_OPS_THEMSELVES, ctx.approximate, ctx.saved_tensors, *grads), None)
+
+    torch.library.register_autograd(f"gelu_ext::{name}", backward, setup_context=setup_context)
 
 
-def _gelu_backward_backward_formula(ctx, grad_grad_input):
-    grad_output, input = ctx.saved_tensors
-    grad_grad_output, grad_input = _ops.gelu_double_backward.default(
-        grad_grad_input, grad_output, input, ctx.approximate)
-    return grad_grad_output, grad_input, None
-
-
-def _third_order_formula(ctx, *grads):
-    raise NotImplementedError(
-        "gelu_ext: derivatives of third order and above are not implemented")
-
-
-torch.library.register_autograd("gelu_ext::gelu", _gelu_backward_formula,
-                                setup_context=_gelu_setup_context)
-torch.library.register_autograd("gelu_ext::gelu_backward", _gelu_backward_backward_formula,
-                                setup_context=_gelu_backward_setup_context)
-torch.library.register_autograd("gelu_ext::gelu_double_backward", _third_order_formula,
-                                setup_context=lambda ctx, inputs, output: None)
-
-
-# The fused ops. Their second order is composed from the gelu ops above, so it is differentiable
-# no further than theirs.
-
-def _save_all_setup_context(ctx, inputs, output):
-    *tensors, ctx.approximate = inputs
-    ctx.save_for_backward(*tensors)
-
-
-def _bias_gelu_backward_formula(ctx, grad):
-    input, bias = ctx.saved_tensors
-    grad_input, grad_bias = _ops.bias_gelu_backward.default(grad, input, bias, ctx.approximate)
-    return grad_input, grad_bias, None
-
-
-def exact_bias_sum(input, bias):
-    """input + bias in float64, so that 16-bit and float32 sums are not rounded (as in the
-    kernels)."""
-    return input.double() + bias.double()
-
-
-def sum_to_bias(t):
-    """t summed over all but its last dimension."""
-    return t.sum(dim=tuple(range(t.dim() - 1)))
-
-
-def bias_gelu_second_order(grad_grad_input, grad_grad_bias, grad_output, input, bias,
-                           approximate):
-    """The gradients for grad_output, input and bias of bias_gelu_backward's outputs
-    (grad_input, grad_bias), given theirs."""
-    # grad_input = g f'(z) and grad_bias = its sum over rows, z = input + bias: the upstream
-    # gradient reaching grad_input is u = grad_grad_input + grad_grad_bias (broadcast).
-    u = grad_grad_input + grad_grad_bias
-    d_grad, d_z = _ops.gelu_double_backward.default(u.double(), grad_output.double(),
-                                                    exact_bias_sum(input, bias), approximate)
-    return (d_grad.to(grad_output.dtype), d_z.to(input.dtype), sum_to_bias(d_z).to(bias.dtype))
-
-
-def _bias_gelu_backward_backward_formula(ctx, grad_grad_input, grad_grad_bias):
-    return (*bias_gelu_second_order(grad_grad_input, grad_grad_bias, *ctx.saved_tensors,
-                                    ctx.approximate), None)
-
-
-def _geglu_backward_formula(ctx, grad):
-    gate, up = ctx.saved_tensors
-    grad_gate, grad_up = _ops.geglu_backward.default(grad, gate, up, ctx.approximate)
-    return grad_gate, grad_up, None
-
-
-def geglu_second_order(a, c, grad_output, gate, up, approx):
-    """The gradients for grad_output, gate and up of geglu_backward's outputs (grad_gate,
-    grad_up), given theirs (a and c)."""
-    # grad_gate = g u f'(x), grad_up = g f(x).
-    d_grad = _ops.gelu_backward.default(a * up, gate, approx) + c * _ops.gelu.default(gate, approx)
-    _, d_gate_curvature = _ops.gelu_double_backward.default(a * up, grad_output, gate, approx)
-    d_gate = d_gate_curvature + _ops.gelu_backward.default(c * grad_output, gate, approx)
-    d_up = _ops.gelu_backward.default(a * grad_output, gate, approx)
-    return d_grad, d_gate, d_up
-
-
-def _geglu_backward_backward_formula(ctx, a, c):
-    grad_output, gate, up = ctx.saved_tensors
-    return (*geglu_second_order(a, c, grad_output, gate, up, ctx.approximate), None)
-
-
-def _geglu_packed_backward_formula(ctx, grad):
-    (h,) = ctx.saved_tensors
-    return _ops.geglu_packed_backward.default(grad, h, ctx.approximate), None
-
-
-def geglu_packed_second_order(grad_grad_h, grad_output, h, approximate):
-    d_grad, d_gate, d_up = geglu_second_order(*grad_grad_h.chunk(2, dim=-1), grad_output,
-                                              *h.chunk(2, dim=-1), approximate)
-    return d_grad, torch.cat([d_gate, d_up], dim=-1)
-
-
-def _geglu_packed_backward_backward_formula(ctx, grad_grad_h):
-    return (*geglu_packed_second_order(grad_grad_h, *ctx.saved_tensors, ctx.approximate), None)
-
-
-torch.library.register_autograd("gelu_ext::bias_gelu", _bias_gelu_backward_formula,
-                                setup_context=_save_all_setup_context)
-torch.library.register_autograd("gelu_ext::bias_gelu_backward",
-                                _bias_gelu_backward_backward_formula,
-                                setup_context=_save_all_setup_context)
-torch.library.register_autograd("gelu_ext::geglu", _geglu_backward_formula,
-                                setup_context=_save_all_setup_context)
-torch.library.register_autograd("gelu_ext::geglu_backward", _geglu_backward_backward_formula,
-                                setup_context=_save_all_setup_context)
-torch.library.register_autograd("gelu_ext::geglu_packed", _geglu_packed_backward_formula,
-                                setup_context=_save_all_setup_context)
-torch.library.register_autograd("gelu_ext::geglu_packed_backward",
-                                _geglu_packed_backward_backward_formula,
-                                setup_context=_save_all_setup_context)
+for _name, (_vjp, _) in DERIVATIVES.items():
+    _register_autograd(_name, _vjp)
 
 
 # --------------------------------------------------------------------------------------------

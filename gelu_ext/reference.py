@@ -9,7 +9,7 @@ self-check of `python -m gelu_ext`.
 
 Both return (f, f', f'') for finite inputs. Non-finite inputs are for the callers to special-case.
 `derivative_scales` gives the magnitudes against which derivative errors are judged where the
-derivatives cross zero.
+derivatives cross zero; `reference_and_scales` gives both at the cost of one.
 """
 
 import math
@@ -48,6 +48,30 @@ def _terms(x, approximate):
 
 
 def torch_reference(x, approximate="none"):
+    """(f, f', f'') at x, in float64."""
+    return reference_and_scales(x, approximate)[:3]
+
+
+def forward_reference(x, approximate="none"):
+    """f alone, as torch_reference computes it, at a third of the cost."""
+    x = x.double()
+    big = x.abs() > _SATURATION[approximate]
+    xs = torch.where(big, torch.zeros_like(x), x)
+    if approximate == "none":
+        gate = 0.5 * torch.special.erfc(-xs / math.sqrt(2))
+    else:
+        gate = torch.sigmoid(_gate_arg(xs, approximate)[0])
+    return torch.where(big, torch.where(x > 0, x, -torch.zeros_like(x)), xs * gate)
+
+
+def derivative_scales(x, approximate="none"):
+    """(|a| + |b|, |c| + |d|) for f' = a + b and f'' = c + d: near a root of f' or f'' the terms
+    cancel, and errors are measured against these magnitudes instead of |f'|, |f''|."""
+    return reference_and_scales(x, approximate)[3:]
+
+
+def reference_and_scales(x, approximate="none"):
+    """torch_reference and derivative_scales at once: (f, f', f'', scale of f', scale of f'')."""
     x = x.double()
     big = x.abs() > _SATURATION[approximate]
     xs = torch.where(big, torch.zeros_like(x), x)
@@ -57,18 +81,9 @@ def torch_reference(x, approximate="none"):
     f = torch.where(big, torch.where(positive, x, -torch.zeros_like(x)), xs * gate)
     df = torch.where(big, positive.double(), a + b)
     d2f = torch.where(big, torch.zeros_like(x), c + d)
-    return f, df, d2f
-
-
-def derivative_scales(x, approximate="none"):
-    """(|a| + |b|, |c| + |d|) for f' = a + b and f'' = c + d: near a root of f' or f'' the terms
-    cancel, and errors are measured against these magnitudes instead of |f'|, |f''|."""
-    x = x.double()
-    big = x.abs() > _SATURATION[approximate]
-    xs = torch.where(big, torch.zeros_like(x), x)
-    a, b, c, d = _terms(xs, approximate)
-    return (torch.where(big, torch.ones_like(x), a.abs() + b.abs()),
-            torch.where(big, torch.zeros_like(x), c.abs() + d.abs()))
+    s1 = torch.where(big, positive.double(), a.abs() + b.abs())  # the terms' limits: 1, 0
+    s2 = torch.where(big, torch.zeros_like(x), c.abs() + d.abs())
+    return f, df, d2f, s1, s2
 
 
 def mp_reference(x, approximate="none", dps=50):
@@ -121,3 +136,32 @@ def ulp_error(y, ref, dtype=None):
     dtype = dtype or y.dtype
     ref = ref.double()
     return (y.double() - ref).abs() / ulp(ref, dtype)
+
+
+# Compute capabilities whose FP64 runs at 1/32 or 1/64 of FP32, where the CUDA kernels compute
+# float32 on the float path (csrc/math/route.h, has_slow_fp64: tests/test_route_table.py checks
+# that the two agree).
+SLOW_FP64_CAPABILITIES = ((7, 5), (8, 6), (8, 7), (8, 9))
+
+
+def cuda_float32_takes_float_path(capability):
+    """Whether the CUDA kernels compute float32 on the float path (f32_via_f32) on a GPU of this
+    compute capability (major, minor): 7.5, 8.6, 8.7, 8.9 and 12.x."""
+    return tuple(capability) in SLOW_FP64_CAPABILITIES or capability[0] >= 12
+
+
+def same_path_on_cpu_and_cuda(dtype, capability=None):
+    """Whether the CPU and CUDA kernels compute dtype's results by the same operations, so that
+    they give the same bits (tests/test_cuda.py then requires them). 16-bit: yes, both correctly
+    rounded. float32: where the GPU of this compute capability (major, minor; default: the current
+    device's) takes the double path, as the CPU does; not on the float path. float64: no, the
+    CPU's pair path against the GPU's double-double path."""
+    import torch
+
+    if dtype in (torch.float16, torch.bfloat16):
+        return True
+    if dtype != torch.float32:
+        return False
+    if capability is None:
+        capability = torch.cuda.get_device_capability()
+    return not cuda_float32_takes_float_path(capability)

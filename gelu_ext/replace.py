@@ -147,6 +147,15 @@ def replace_gelu(model: nn.Module) -> int:
     docstring for the list and for what is left alone); works without transformers installed.
     Returns the number of distinct module instances replaced. `model` itself is never replaced
     (nothing outside it refers to it here): a ValueError says so if it is such an activation.
+
+    Example::
+
+        >>> import torch, gelu_ext
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(approximate="tanh"))
+        >>> gelu_ext.replace_gelu(model)
+        1
+        >>> model[1]
+        GELU(approximate='tanh')
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"replace_gelu expects a torch.nn.Module, got {type(model).__name__}")
