@@ -1,4 +1,4 @@
-// Checks the error bounds of gelu_math.h's narrow (float) path against long double, for every
+// Checks the error bounds of the narrow (float) path (math/narrow16.h) against long double, for every
 // float x in each variant's core domain (or every `step`-th one): the bound must hold everywhere,
 // since the kernels' rounding test relies on it. Prints, per variant and function, the largest
 // |value - exact| / error (must stay below 1) and the largest relative error. Then the same for
@@ -9,8 +9,11 @@
 // ("cubics": the cubics alone.)
 //
 // This checks the portable code (scalar float, IEEE division). The vector kernels use other
-// reciprocals and the GPU other exp and reciprocal instructions; tests/test_cpu_kernels.py and
-// bench/gpu_check.sh check those exhaustively on 16-bit inputs.
+// reciprocals; tests/test_cpu_kernels.py checks those exhaustively on 16-bit inputs. Built with
+// -DGELU_DEVICE_FORMS it checks the GPU's forms instead (check_gpu below):
+//   g++ -O2 -std=c++17 -ffp-contract=off -DGELU_DEVICE_FORMS -I csrc \
+//       tools/check_narrow_bounds.cpp -o /tmp/check_gpu -lpthread && /tmp/check_gpu [step [form]]
+// (step: every step-th float of the bias sums' arguments; 16-bit arguments are all checked).
 #include <math.h>
 
 #include <atomic>
@@ -21,7 +24,6 @@
 #include <thread>
 #include <vector>
 
-#include "cpu/loops.h"
 #include "exact_reference.h"
 #include "gelu_math.h"
 
@@ -96,12 +98,15 @@ void check(uint64_t step) {
          variant_name(A), core, wf.ratio, wf.x, relf > 0 ? log2(relf) : -999.0, wd.ratio, wd.x);
 }
 
-// The cubics of the CPU's 16-bit bias passes (gelu_math.h, narrow_cubic), for f and f', at every
-// float x in a cell (or every `step`-th one).
+// The cubics of the CPU's 16-bit bias passes (math/narrow16.h, narrow_cubic), for f and f', at
+// every float x in a cell (or every `step`-th one).
 template <Approximate A>
 void check_cubics(uint64_t step) {
-  const cpu::portable::CubicRow* tables[2] = {cpu::portable::CubicTable<A, false>::get(),
-                                              cpu::portable::CubicTable<A, true>::get()};
+  std::vector<math::CubicRow> tables[2];
+  for (uint32_t row = 0; row < 2 * uint32_t(math::kCellsPerSign); ++row) {
+    tables[0].push_back(math::fit_cubic_row<A, false>(row));
+    tables[1].push_back(math::fit_cubic_row<A, true>(row));
+  }
   std::vector<Worst> worst[2] = {std::vector<Worst>(kThreads), std::vector<Worst>(kThreads)};
   for_each_float(uint64_t(math::kCellFirstExponent) << 23,
                  uint64_t(math::kCellLastExponent + 1) << 23, step, [&](float x, int id) {
@@ -123,6 +128,91 @@ void check_cubics(uint64_t step) {
   printf("\n");
 }
 
+#if defined(GELU_DEVICE_FORMS)
+// The GPU's forms (math/narrow16.h, gpu_terms): f and f' at every argument of each kind, with the
+// stand-ins of the GPU's approximate instructions (math/gpu_approximate.h) erring by their
+// documented maximum in each of the four pairs of directions. The kernels' rounding test needs
+// |value - exact| <= kGpuNarrowRelativeError |value| for every output: each term's relative error
+// (to its value) must stay below the term bound, kGpuNarrowRelativeError less the rounding of a
+// product of operands. Checked where the element is usable and the term is a normal float (the
+// kernels take no output from a term below that: narrow16.h) or 0, which must then be exact.
+float from_float16(uint16_t h) {  // exact, without F16C
+  const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  const float magnitude = exponent == 0    ? ldexpf(static_cast<float>(mantissa), -24)
+                          : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                           : ldexpf(static_cast<float>(mantissa | 0x400),
+                                                    exponent - 25);
+  return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+constexpr float kGpuTermBound =
+    (math::kGpuNarrowRelativeError - 0x1p-24f) / (1.0f + 0x1p-24f);
+
+template <Approximate A, int kArgBits>
+void check_gpu(uint64_t step) {
+  const float core = A == Approximate::kNone ? math::kGpuCoreExact : math::kGpuCoreLogistic;
+  const char* kind = kArgBits == 8 ? "bfloat16" : kArgBits == 11 ? "float16" : "float";
+  std::vector<Worst> worst[2] = {std::vector<Worst>(kThreads), std::vector<Worst>(kThreads)};
+  std::vector<double> largest_relative[2] = {std::vector<double>(kThreads),
+                                              std::vector<double>(kThreads)};
+  auto visit = [&](float x, int id) {
+    if (!(fabsf(x) <= core)) return;
+    const tools::Exact exact = tools::exact(x, A);
+    for (int direction = 0; direction < 4; ++direction) {
+      math::gpu_approximate_direction = {direction & 1 ? 1 : -1, direction & 2 ? 1 : -1};
+      const math::GpuTerms t = math::gpu_terms<A, kArgBits, math::kNeedF | math::kNeedD1>(x);
+      if (!t.usable) continue;
+      for (int k = 0; k < 2; ++k) {
+        const float value = k ? t.d1 : t.f;
+        const ld want = k ? exact.d1 : exact.f;
+        double relative;
+        if (value == 0.0f) relative = want == 0 ? 0.0 : INFINITY;
+        else if (fabsf(value) < 0x1p-126f) continue;
+        else relative = static_cast<double>(fabsl(value - want) / fabsl(value));
+        largest_relative[k][id] = fmax(largest_relative[k][id], relative);
+        worst[k][id].see(relative / kGpuTermBound, x);
+      }
+    }
+  };
+  if (kArgBits == 24) {
+    uint32_t top;
+    memcpy(&top, &core, 4);
+    for_each_float(0, uint64_t(top) + 1, step, visit);
+  } else {
+    // Every 16-bit value: the float16 or bfloat16 bit patterns of one sign (both signs below).
+    for_each_float(0, 0x8000, 1, [&](float bits_as_float, int id) {
+      uint32_t b;
+      memcpy(&b, &bits_as_float, 4);
+      const uint16_t h = static_cast<uint16_t>((b & 0x7FFF) | ((b >> 16) & 0x8000));
+      float x;
+      if (kArgBits == 8) {
+        const uint32_t wide = uint32_t(h) << 16;
+        memcpy(&x, &wide, 4);
+      } else {
+        x = from_float16(h);
+      }
+      visit(x, id);
+    });
+  }
+  printf("gpu %-8s %-8s arguments:", variant_name(A), kind);
+  for (int k = 0; k < 2; ++k) {
+    const Worst w = largest(worst[k]);
+    double rel = 0;
+    for (double r : largest_relative[k]) rel = fmax(rel, r);
+    printf("  %s: max relative error 2^%.2f, error/bound %.3f (x=%.8g)", k ? "f'" : "f",
+           rel > 0 ? log2(rel) : -999.0, w.ratio, w.x);
+  }
+  printf("\n");
+}
+
+template <Approximate A>
+void check_gpu_all(uint64_t step) {
+  check_gpu<A, 8>(step);
+  check_gpu<A, 11>(step);
+  check_gpu<A, 24>(step);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +221,15 @@ int main(int argc, char** argv) {
   const char* only = argc > 2 && strcmp(argv[2], "all") != 0 ? argv[2] : nullptr;
   const bool narrow = !(argc > 3 && strcmp(argv[3], "cubics") == 0);
   auto wanted = [&](const char* name) { return !only || strcmp(only, name) == 0; };
+#if defined(GELU_DEVICE_FORMS)
+  printf("the GPU's forms (bound %.4g = 2^%.2f of every output)\n",
+         static_cast<double>(math::kGpuNarrowRelativeError),
+         log2(static_cast<double>(math::kGpuNarrowRelativeError)));
+  if (wanted("none")) check_gpu_all<Approximate::kNone>(step);
+  if (wanted("tanh")) check_gpu_all<Approximate::kTanh>(step);
+  if (wanted("sigmoid")) check_gpu_all<Approximate::kSigmoid>(step);
+  return 0;
+#endif
   if (wanted("none")) {
     if (narrow) check<Approximate::kNone>(step);
     check_cubics<Approximate::kNone>(step);
