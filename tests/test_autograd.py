@@ -107,3 +107,21 @@ def test_opcheck(device, approximate, dtype):
     xt = torch.randn(6, 4, generator=g).to(dtype).to(device).t().requires_grad_()
     torch.library.opcheck(ops.gelu.default, (xt, approximate))
     torch.library.opcheck(ops.gelu_backward.default, (torch.ones_like(xt), xt, approximate))
+
+
+def test_vmap_over_a_captured_tensor_that_requires_grad(device, approximate):
+    # Inside vmap, an operand from outside (a weight, here) that requires grad: autograd records
+    # the call under the transform, and the gradient sums over the batch.
+    w = sample(device, n=6, seed=4).requires_grad_()
+    x = sample(device, n=24, seed=5).view(4, 6)
+    cases = [
+        (lambda r: gelu_ext.gelu(w, approximate) * r, lambda r: torch_gelu(w, approximate) * r),
+        (lambda r: gelu_ext.bias_gelu(r, w, approximate),
+         lambda r: torch_gelu(r + w, approximate)),
+        (lambda r: gelu_ext.geglu(w, r, approximate), lambda r: torch_gelu(w, approximate) * r),
+    ]
+    for ours, theirs in cases:
+        (got,) = torch.autograd.grad(torch.func.vmap(ours)(x).sum(), w)
+        (expected,) = torch.autograd.grad(torch.func.vmap(theirs)(x).sum(), w)
+        # sums over the batch, as in test_hessian_and_nested_transforms
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-14)

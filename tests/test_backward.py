@@ -6,10 +6,11 @@ import math
 import pytest
 import torch
 from conftest import (FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, HALF_DTYPES, SECOND_DERIVATIVE_ULPS,
-                      all_values, assert_within, binade_samples, single_path_edges_f64)
+                      MpValues, all_values, assert_within, binade_samples,
+                      single_path_edges_f64)
 
 import gelu_ext  # noqa: F401
-from gelu_ext.reference import derivative_scales, mp_reference, torch_reference
+from gelu_ext.reference import derivative_scales, torch_reference
 
 ops = torch.ops.gelu_ext
 
@@ -69,9 +70,7 @@ def test_float64_derivatives_against_mpmath(device, approximate):
     one = torch.ones_like(x).to(device)
     d1 = ops.gelu_backward(one, x.to(device), approximate).cpu()
     _, d2 = ops.gelu_double_backward(one, one, x.to(device), approximate)
-    ref = [mp_reference(v, approximate) for v in x.tolist()]
-    exact1 = torch.tensor([float(r[1]) for r in ref], dtype=torch.float64)
-    exact2 = torch.tensor([float(r[2]) for r in ref], dtype=torch.float64)
+    exact1, exact2 = MpValues.of(x, approximate, 1, 2)
     s1, s2 = derivative_scales(x, approximate)
     assert_within(d1, exact1, s1, FIRST_DERIVATIVE_ULPS[torch.float64], torch.float64,
                   f"float64 f' {approximate}", x)

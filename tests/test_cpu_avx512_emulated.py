@@ -11,18 +11,17 @@ not the hardware's (see its header): the kernels must not depend on its bits.
 """
 
 import ctypes
-import hashlib
 import platform
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import FLOAT_DTYPES, HALF_DTYPES, all_values, binade_samples, cpu_supports
+from conftest import (FLOAT_DTYPES, HALF_DTYPES, all_values, assert_same_bits, binade_samples,
+                      cpu_supports)
 from kernel_passes import (DTYPE_CODES, NUM_OUTPUTS, PASSES, VARIANT_CODES, make_inputs,
                            pointers)
+from native_build import cached_library
 
 ROOT = Path(__file__).resolve().parent.parent
 CXX = shutil.which("g++")
@@ -36,17 +35,10 @@ TARGET_AVX512 = '#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma
 TARGET_HOST = '#pragma GCC target("avx2,fma,f16c")'
 
 
-# Built libraries, kept between runs (CI's later stages, a developer's reruns) under a digest of
-# everything the build reads: rebuilding takes about a minute.
-CACHE = Path(tempfile.gettempdir()) / "gelu_ext_avx512_emulation"
-
-
 def build_inputs():
-    """The files the build reads, and the compiler's identity."""
-    files = sorted([*(ROOT / "csrc").glob("*.h"), *(ROOT / "csrc" / "cpu").glob("*"),
-                    *(ROOT / "tests" / "avx512_emulation").glob("*")])
-    version = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout
-    return files, version
+    """The files the build reads."""
+    return [*(ROOT / "csrc").glob("*.h"), *(ROOT / "csrc" / "cpu").glob("*"),
+            *(ROOT / "tests" / "avx512_emulation").glob("*")]
 
 
 @pytest.fixture(scope="module")
@@ -57,32 +49,17 @@ def emulated():
         "TARGET_AVX512")
     # -O1: a quarter of -O3's build time, for kernels run on a few hundred thousand elements.
     flags = ["-std=c++17", "-O1", "-shared", "-fPIC", "-mavx2", "-mfma", "-mf16c",
-             "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi"]
-    files, version = build_inputs()
-    digest = hashlib.sha256("\0".join([*flags, TARGET_HOST, version]).encode())
-    for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    built = CACHE / digest.hexdigest()[:32]
-    library = built / "emulated.so"
-    if not library.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(dir=CACHE))
-        copy = scratch / "kernels_avx512_host.cpp"
-        copy.write_text(source.replace(TARGET_AVX512, TARGET_HOST))
-        command = [CXX, *flags,
-                   "-include", str(ROOT / "tests" / "avx512_emulation" / "avx512_stand_in.h"),
-                   "-I", str(ROOT / "csrc" / "cpu"), f'-DGELU_AVX512_SOURCE="{copy}"',
-                   str(ROOT / "tests" / "avx512_emulation" / "driver.cpp"),
-                   "-o", str(scratch / "emulated.so")]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            shutil.rmtree(scratch, ignore_errors=True)
-            pytest.fail(f"building the emulated AVX-512 kernels failed:\n{result.stderr}")
-        try:
-            scratch.rename(built)  # whole, or not at all: a concurrent run may have won
-        except OSError:
-            shutil.rmtree(scratch, ignore_errors=True)
-    lib = ctypes.CDLL(str(library))
+             "-ffp-contract=off", "-fno-math-errno", "-Wno-psabi",
+             "-include", str(ROOT / "tests" / "avx512_emulation" / "avx512_stand_in.h"),
+             "-I", str(ROOT / "csrc" / "cpu")]
+    copy = "kernels_avx512_host.cpp"
+    lib = cached_library(
+        "avx512_emulation", CXX, flags, build_inputs(),
+        {copy: source.replace(TARGET_AVX512, TARGET_HOST)},
+        lambda folder: [f'-DGELU_AVX512_SOURCE="{folder / copy}"',
+                        str(ROOT / "tests" / "avx512_emulation" / "driver.cpp"),
+                        "-o", str(folder / "library.so")],
+        "the emulated AVX-512 kernels")
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     lib.emulated_run_loop.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                       ctypes.POINTER(pointer), ctypes.POINTER(i64), i64, i64]
@@ -98,19 +75,6 @@ def run_loop(lib, pass_name, approximate, operands, size0, size1, strides):
     lib.emulated_run_loop(PASSES[pass_name][0], VARIANT_CODES[approximate],
                           DTYPE_CODES[operands[-1].dtype], pointers(operands),
                           (ctypes.c_int64 * len(flat))(*flat), size0, size1)
-
-
-def assert_same_bits(got, want, what):
-    """Equal, with the same sign of zero; NaN against NaN (its sign and payload carry no
-    meaning)."""
-    same = (got.isnan() & want.isnan()) | ((got == want) & (got.signbit() == want.signbit()))
-    if not same.all():
-        bad = (~same).flatten().nonzero().flatten()
-        first = int(bad[0])
-        raise AssertionError(
-            f"{what}: {len(bad)} of {same.numel()} results differ from the CPU kernels, first at "
-            f"index {first}: {got.flatten()[first].item()!r} against "
-            f"{want.flatten()[first].item()!r}")
 
 
 def pass_inputs(pass_name, dtype):

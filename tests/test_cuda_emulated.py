@@ -4,26 +4,31 @@ gelu_cuda.cu includes no torch, and its kernels use no shared memory or synchron
 file also builds as host C++ against the small stand-in for the CUDA runtime in
 tests/cuda_emulation/include, with each launch rewritten as a loop over blocks and threads. That
 runs every kernel's indexing, vector loads and stores, tails, strided offsets and dispatch where
-no GPU is visible, and checks them against the CPU kernels, element by element. (On the GPU the
-narrow path takes the hardware's exp2 and reciprocal; here their portable forms. test_cuda.py
-covers the real device.)
+no GPU is visible, and checks them against the CPU kernels, element by element. The build has
+the math's device forms (GELU_DEVICE_FORMS), so it runs the arithmetic the GPU runs, except for
+the GPU's approximate exp2 and reciprocal, whose bits no CPU reproduces: their stand-ins err by the
+maximum the PTX ISA documents, up or down by a hash of the input (math/gpu_approximate.h). The
+16-bit results must still be correctly rounded, so these tests fail if the narrow path's error
+bound does not cover those instructions' errors. (test_cuda.py covers the real device.)
 """
 
 import ctypes
 import platform
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import (FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, FORWARD_ULPS, HALF_DTYPES, all_values,
-                      assert_ulps, assert_within, binade_samples)
+from conftest import (FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, FLOAT_PATH_ULPS, FORWARD_ULPS, HALF_DTYPES,
+                      SECOND_DERIVATIVE_ULPS, TINY_INPUT, MpValues, all_values,
+                      assert_devices_agree, assert_ulps, assert_within, binade_samples, mp_exact,
+                      single_path_edges_f64)
 from kernel_passes import (DTYPE_CODES, NUM_OUTPUTS, PASSES, VARIANT_CODES, gelu_arguments,
                            make_inputs, pointers)
+from native_build import cached_library
 
-from gelu_ext.reference import derivative_scales, torch_reference, ulp
+from gelu_ext.reference import derivative_scales, reference_and_scales
 
 ROOT = Path(__file__).resolve().parent.parent
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -33,57 +38,89 @@ pytestmark = pytest.mark.skipif(
 
 ops = torch.ops.gelu_ext
 LAUNCH = re.compile(r"([A-Za-z_]\w*<[^<>;]*>)<<<(.*?),\s*(\w+),\s*0,\s*stream>>>\((.*?)\);", re.S)
+# The emulated device (tests/cuda_emulation/include/host_cuda.h): one multiprocessor, so at most
+# 8 blocks of 256 threads, and a grid-stride loop over more work items than that runs rounds.
+THREADS = 8 * 256
+FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-mf16c", "-ffp-contract=off",
+         "-fno-math-errno", "-Wno-unknown-pragmas",
+         # The math in the forms the GPU computes (math/common.h), its approximate instructions
+         # replaced by stand-ins that err by their documented maximum (math/gpu_approximate.h).
+         "-DGELU_DEVICE_FORMS",
+         "-I", str(ROOT / "tests" / "cuda_emulation" / "include"),
+         # The copy's relative includes ("../gelu_math.h") resolve from csrc/cuda.
+         "-I", str(ROOT / "csrc" / "cuda")]
 
 
 def host_copy_of_cuda_source():
     """gelu_cuda.cu with each `kernel<<<grid, block, 0, stream>>>(args);` turned into
-    `gelu_emulation::launch(grid, block, [&] { kernel(args); });`."""
+    `gelu_emulation::launch("kernel", grid, block, [&] { kernel(args); });`."""
     source = (ROOT / "csrc" / "cuda" / "gelu_cuda.cu").read_text()
     rewritten, count = LAUNCH.subn(
-        lambda m: f"gelu_emulation::launch({m[2]}, {m[3]}, [&] {{ {m[1]}({m[4]}); }});", source)
+        lambda m: f'gelu_emulation::launch("{m[1]}", {m[2]}, {m[3]}, [&] {{ {m[1]}({m[4]}); }});',
+        source)
     assert count == source.count("<<<") > 0, "a launch in gelu_cuda.cu no longer has the form " \
         "this test rewrites: update LAUNCH"
     return rewritten
 
 
+def build_inputs():
+    """The files the build reads: every header under csrc/, csrc/cuda/, the stand-in and the
+    driver."""
+    return sorted({*(ROOT / "csrc").rglob("*.h"), *(ROOT / "csrc" / "cuda").glob("*"),
+                   *(ROOT / "tests" / "cuda_emulation").rglob("*.*")})
+
+
+def emulated_build(arch):
+    """The kernels with the routes of compute capability arch (900 for 9.0) in
+    csrc/math/route.h."""
+    copy = "gelu_cuda_host.cu"
+    lib = cached_library(
+        f"cuda_emulation_sm{arch // 10}", CXX, FLAGS + [f"-DGELU_EMULATED_CUDA_ARCH={arch}"],
+        build_inputs(), {copy: host_copy_of_cuda_source()},
+        lambda folder: [f'-DGELU_CUDA_SOURCE="{folder / copy}"',
+                        str(ROOT / "tests" / "cuda_emulation" / "driver.cpp"),
+                        "-o", str(folder / "library.so")],
+        f"the emulated CUDA kernels (sm_{arch // 10})")
+    lib.emulated_take_launches.restype = ctypes.c_int64
+    take_launches(lib)  # an empty log for each module's first test
+    return lib
+
+
 @pytest.fixture(scope="module")
-def emulated(tmp_path_factory):
-    build = tmp_path_factory.mktemp("cuda_emulation")
-    source = build / "gelu_cuda_host.cu"
-    source.write_text(host_copy_of_cuda_source())
-    library = build / "emulated.so"
-    # -I csrc/cuda: the copy's relative includes ("../gelu_math.h") resolve from there.
-    # GELU_TAIL_F64_BY_HORNER: the float64 tail factor as the GPU evaluates it (gelu_math.h).
-    command = [CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-mf16c", "-ffp-contract=off",
-               "-fno-math-errno", "-Wno-unknown-pragmas", "-DGELU_TAIL_F64_BY_HORNER",
-               "-I", str(ROOT / "tests" / "cuda_emulation" / "include"),
-               "-I", str(ROOT / "csrc" / "cuda"), f'-DGELU_CUDA_SOURCE="{source}"',
-               str(ROOT / "tests" / "cuda_emulation" / "driver.cpp"), "-o", str(library)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, f"building the emulated CUDA kernels failed:\n{result.stderr}"
-    return ctypes.CDLL(str(library))
+def emulated():
+    """A B200's routes: float32 on the double path, 16-bit elements in packed pairs (whole
+    vectors; single elements at the tails)."""
+    return emulated_build(1000)
 
 
-def assert_agree(emulated_out, cpu_out, scale, what):
-    """16-bit results are correctly rounded on both backends, and float32 results come from the
-    same double-path operations on both, so all of them are equal. float64 results (the CPU's
-    single path for the gated forms, double-double on the GPU) are each within 0.56 ulp of the
-    exact value in ulps of max(|result|, scale), so they differ by under 2."""
-    same = (emulated_out == cpu_out) | (emulated_out.isnan() & cpu_out.isnan())
-    if same.all():
-        return
-    first = int((~same).flatten().nonzero()[0])
-    assert emulated_out.dtype == torch.float64, (
-        f"{what}: {int((~same).sum())} of {same.numel()} results differ from the CPU kernels, "
-        f"first at index {first}: {emulated_out.flatten()[first].item()!r} against "
-        f"{cpu_out.flatten()[first].item()!r}")
-    magnitude = torch.maximum(cpu_out.double().abs(), torch.as_tensor(scale, dtype=torch.float64))
-    err = (emulated_out.double() - cpu_out.double()).abs() / ulp(magnitude, cpu_out.dtype)
-    err = torch.where(same, torch.zeros_like(err), err)  # inf == inf, and NaN against NaN
-    worst = int(err.flatten().argmax())
-    assert err.flatten()[worst] <= 2, (
-        f"{what}: {emulated_out.flatten()[worst].item()!r} against the CPU kernels' "
-        f"{cpu_out.flatten()[worst].item()!r} at index {worst}: {err.flatten()[worst]:.2f} ulps")
+@pytest.fixture(scope="module")
+def emulated_float_path():
+    """An RTX 30/A10's routes (8.6, FP64 at 1/64): float32 on the float path (f32_via_f32)."""
+    return emulated_build(860)
+
+
+@pytest.fixture(autouse=True)
+def fresh_launch_log(emulated):
+    take_launches(emulated)
+
+
+def take_launches(lib):
+    """The launches since the last call: (kernel as the source names it, grid, block) each."""
+    size = lib.emulated_take_launches(None, ctypes.c_int64(0))
+    text = ctypes.create_string_buffer(size)
+    lib.emulated_take_launches(text, ctypes.c_int64(size))
+    return [(kernel, int(grid), int(block)) for kernel, grid, block in
+            (line.rsplit(" ", 2) for line in text.value.decode().splitlines())]
+
+
+def rounds(launch, work_items):
+    """Rounds of a launch's grid-stride loop over work_items."""
+    _, grid, block = launch
+    return -(-work_items // (grid * block))
+
+
+def vector_width(dtype):
+    return 16 // torch.empty(0, dtype=dtype).element_size()
 
 
 class GuardedOutput:
@@ -93,14 +130,16 @@ class GuardedOutput:
 
     MARGIN_BYTES = 64
 
-    def __init__(self, shape, dtype, spread=False):
+    def __init__(self, shape, dtype, spread=False, offset=0):
+        """offset: elements by which the output starts after a 64-byte boundary."""
         margin = self.MARGIN_BYTES // torch.empty(0, dtype=dtype).element_size()
         rows, cols = (1, shape[0]) if len(shape) == 1 else shape
         width = 2 * cols if spread else cols
-        self.buffer = torch.full((2 * margin + rows * width,), float("nan"), dtype=dtype)
+        self.buffer = torch.full((2 * margin + offset + rows * width,), float("nan"), dtype=dtype)
         self.outside = torch.ones_like(self.buffer, dtype=torch.bool)
-        inner = self.buffer[margin:margin + rows * width].view(rows, width)
-        inner_outside = self.outside[margin:margin + rows * width].view(rows, width)
+        start = margin + offset
+        inner = self.buffer[start:start + rows * width].view(rows, width)
+        inner_outside = self.outside[start:start + rows * width].view(rows, width)
         if spread:
             self.view = inner[:, ::2]
             inner_outside[:, ::2] = False
@@ -113,11 +152,11 @@ class GuardedOutput:
         assert not stray.any(), f"{what}: {int(stray.sum())} writes outside the output"
 
 
-def launch_contiguous(lib, pass_name, approximate, outputs, inputs):
+def launch_contiguous(lib, pass_name, approximate, outputs, inputs, index_bits=32):
     code = PASSES[pass_name][0]
     status = lib.emulated_launch_contiguous(
         code, VARIANT_CODES[approximate], DTYPE_CODES[inputs[0].dtype],
-        pointers(outputs + inputs), ctypes.c_int64(inputs[0].numel()))
+        pointers(outputs + inputs), ctypes.c_int64(inputs[0].numel()), {32: 0, 64: 1}[index_bits])
     assert status == 0
 
 
@@ -133,29 +172,84 @@ def launch_strided(lib, pass_name, approximate, outputs, inputs):
     assert status == 0
 
 
-def check_pass(launch, lib, pass_name, approximate, inputs, shape, what, spread_outputs=False):
+def iteration(operands):
+    """The operands' common shape and byte strides as TensorIterator hands them to
+    cuda/ops_cuda.cpp: dimension 0 fastest, dimensions of one element dropped, and neighbours
+    along which every operand is dense merged into one (at::TensorIterator coalesces them)."""
+    dims = [(size, [t.stride(d) * t.element_size() for t in operands])
+            for d, size in reversed(list(enumerate(operands[0].shape))) if size != 1]
+    merged = []
+    for size, strides in dims:
+        if merged and all(s == merged[-1][0] * p for s, p in zip(strides, merged[-1][1])):
+            merged[-1] = (merged[-1][0] * size, merged[-1][1])
+        else:
+            merged.append((size, strides))
+    return [size for size, _ in merged], [[st[k] for _, st in merged] for k in range(len(operands))]
+
+
+def launch_planned(lib, pass_name, approximate, outputs, inputs, index_limit=2**31 - 1):
+    """Through cuda/launch_plan.h, as cuda/ops_cuda.cpp launches a TensorIterator over these
+    operands, with index_limit in place of INT32_MAX."""
+    operands = outputs + inputs
+    sizes, strides = iteration(operands)
+    flat = [s for per_operand in strides for s in per_operand]
+    status = lib.emulated_launch_iteration(
+        PASSES[pass_name][0], VARIANT_CODES[approximate], DTYPE_CODES[inputs[0].dtype],
+        pointers(operands), len(sizes), (ctypes.c_int64 * len(sizes))(*sizes),
+        (ctypes.c_int64 * len(flat))(*flat), ctypes.c_int64(index_limit))
+    assert status == 0
+
+
+def check_pass(launch, lib, pass_name, approximate, inputs, shape, what, spread_outputs=False,
+               output_offset=0):
     """Runs a pass through `launch` into NaN-filled guarded outputs of `shape`, and checks each
     output against the CPU op (on contiguous copies of the inputs) and its guard space."""
     _, _, cpu_op, scales = PASSES[pass_name]
-    guarded = [GuardedOutput(shape, inputs[0].dtype, spread_outputs)
+    guarded = [GuardedOutput(shape, inputs[0].dtype, spread_outputs, output_offset)
                for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
     launch(lib, pass_name, approximate, [g.view for g in guarded], inputs)
     expected = cpu_op([t.contiguous() for t in inputs], approximate)
-    wide = [t.double() for t in inputs]
-    for k, (output, want, scale) in enumerate(zip(guarded, expected, scales(wide, approximate))):
+
+    def scale(k):  # float64 only, where results differ
+        return lambda: scales([t.double() for t in inputs], approximate)[k]
+
+    for k, (output, want) in enumerate(zip(guarded, expected)):
         where = f"{pass_name} output {k}, {inputs[0].dtype}, {what}"
-        assert_agree(output.view, want, scale, where)
+        assert_devices_agree(output.view, want, scale(k), where)
         output.assert_untouched_outside(where)
 
 
-@pytest.mark.parametrize("n", [1, 3, 9, 4099])
+def rounds_of_contiguous(dtype, rounds=3):
+    """A length whose vectors take `rounds` rounds of the emulated grid, with a tail."""
+    return ((rounds - 1) * THREADS + 100) * vector_width(dtype) + vector_width(dtype) - 1
+
+
+@pytest.mark.parametrize("n, index_bits", [(1, 32), (3, 32), (9, 64)])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("pass_name", PASSES)
-def test_contiguous_kernel_agrees_with_cpu(emulated, pass_name, dtype, approximate, n):
-    """16-byte vectors, a grid-stride loop of several rounds, and a tail of n % (16 / element
-    size) elements."""
+def test_contiguous_kernel_agrees_with_cpu(emulated, pass_name, dtype, approximate, n, index_bits):
+    """16-byte vectors and a tail of n % (16 / element size) elements, with each index width."""
     inputs = make_inputs(PASSES[pass_name][1], n, dtype)
-    check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, (n,), f"n={n}")
+    check_pass(lambda *args: launch_contiguous(*args, index_bits=index_bits), emulated,
+               pass_name, approximate, inputs, (n,), f"n={n}, {index_bits}-bit index")
+    (launch,) = take_launches(emulated)
+    assert launch[0].startswith("contiguous_kernel<") and launch[0].endswith(f"int{index_bits}_t>")
+
+
+@pytest.mark.parametrize("index_bits", [32, 64])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_contiguous_kernel_grid_stride(emulated, pass_name, dtype, index_bits):
+    """More vectors than the emulated grid has threads: three rounds of the grid-stride loop,
+    then the tail, with each index width (the loop's indexing depends on the pass's operands,
+    the dtype's vector width and the index type, not on the form)."""
+    n = rounds_of_contiguous(dtype)
+    inputs = make_inputs(PASSES[pass_name][1], n, dtype)
+    check_pass(lambda *args: launch_contiguous(*args, index_bits=index_bits), emulated,
+               pass_name, "none", inputs, (n,), f"n={n}, {index_bits}-bit index")
+    (launch,) = take_launches(emulated)
+    assert launch[0].endswith(f"int{index_bits}_t>")
+    assert rounds(launch, n // vector_width(dtype)) == 3, launch
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
@@ -169,7 +263,7 @@ def test_every_16bit_input_forward_and_backward(emulated, dtype, approximate):
     ]:
         out = torch.full_like(x, float("nan"))
         launch_contiguous(emulated, pass_name, approximate, [out], inputs)
-        assert_agree(out, expected, 0, f"{pass_name}, {dtype}")
+        assert_devices_agree(out, expected, 0, f"{pass_name}, {dtype}")
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
@@ -190,23 +284,48 @@ def test_bias_sums_that_float_cannot_hold(emulated, dtype, approximate):
 
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES])
 def test_results_within_bounds_of_the_exact_values(emulated, dtype, approximate):
-    """Against the float64 reference, not the CPU kernels: f and f' (the backward with grad 1)
-    within the bounds the tests of every device use. On the GPU float32 takes the double path,
-    which measures 0.502 ulp; 16-bit results are correctly rounded."""
+    """Against the float64 reference, not the CPU kernels: f, f' and f'' (the backward passes
+    with unit gradients) within the bounds the tests of every device use. On the GPU float32
+    takes the double path, which measures 0.502 ulp; 16-bit results are correctly rounded (every
+    input but the tiny ones, which test_forward.py covers)."""
     if dtype in HALF_DTYPES:
         x = all_values(dtype)
+        x = x[x.double().abs() >= TINY_INPUT]
     else:
         x = torch.cat([binade_samples(dtype, per_binade=16), torch.linspace(-10, 10, 20001),
                        torch.linspace(-70, -5, 2001)])
     x = x[x.isfinite()]
-    f, d1, _ = torch_reference(x, approximate)
+    f, d1, d2, s1, s2 = reference_and_scales(x, approximate)
     y = torch.full_like(x, float("nan"))
     launch_contiguous(emulated, "forward", approximate, [y], [x])
-    assert_ulps(y, f, FORWARD_ULPS[dtype], f"forward {dtype} {approximate}", x)
-    dx = torch.full_like(x, float("nan"))
-    launch_contiguous(emulated, "backward", approximate, [dx], [torch.ones_like(x), x])
-    assert_within(dx, d1, derivative_scales(x, approximate)[0], FIRST_DERIVATIVE_ULPS[dtype],
-                  dtype, f"backward {dtype} {approximate}", x)
+    z = x.double()
+    assert_ulps(y, f, FORWARD_ULPS[dtype], f"forward {dtype} {approximate}", x,
+                mp_exact(z, approximate, 0))
+    one, dx, ddx = torch.ones_like(x), torch.full_like(x, float("nan")), torch.full_like(x, 0.0)
+    launch_contiguous(emulated, "double_backward", approximate, [dx, ddx], [one, one, x])
+    assert_within(dx, d1, s1, FIRST_DERIVATIVE_ULPS[dtype], dtype, f"f' {dtype} {approximate}", x,
+                  mp_exact(z, approximate, 1))
+    assert_within(ddx, d2, s2, SECOND_DERIVATIVE_ULPS[dtype], dtype, f"f'' {dtype} {approximate}",
+                  x, mp_exact(z, approximate, 2))
+
+
+def test_float64_results_within_bounds_of_mpmath(emulated, approximate):
+    """The GPU's float64 path (double-double) against mpmath, f, f' and f'': every binade, the
+    transition and the tail to underflow."""
+    x = torch.cat([binade_samples(torch.float64, per_binade=1)[::16],
+                   torch.linspace(-40, 10, 201, dtype=torch.float64), single_path_edges_f64()])
+    x = x[x.abs() < 1e300]
+    one = torch.ones_like(x)
+    y, d1, d2 = (torch.full_like(x, float("nan")) for _ in range(3))
+    launch_contiguous(emulated, "forward", approximate, [y], [x])
+    launch_contiguous(emulated, "double_backward", approximate, [d1, d2], [one, one, x])
+    f, f1, f2 = MpValues.of(x, approximate, 0, 1, 2)
+    s1, s2 = derivative_scales(x, approximate)
+    assert_ulps(y, f, FORWARD_ULPS[torch.float64], f"f {approximate}", x)
+    assert_within(d1, f1, s1, FIRST_DERIVATIVE_ULPS[torch.float64], torch.float64,
+                  f"f' {approximate}", x)
+    assert_within(d2, f2, s2, SECOND_DERIVATIVE_ULPS[torch.float64], torch.float64,
+                  f"f'' {approximate}", x)
 
 
 def strided_layouts(rows, cols, dtype, roles, seed=0):
@@ -230,28 +349,39 @@ def strided_layouts(rows, cols, dtype, roles, seed=0):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("pass_name", PASSES)
 def test_strided_kernels_agree_with_cpu(emulated, pass_name, dtype, approximate, cols):
-    """29 columns: the strided kernel, an element per thread. 32 columns: where every operand's
-    rows are contiguous and 16-byte aligned (broadcast, halves), the rows kernel, a vector per
-    thread; elsewhere the strided kernel."""
-    rows = 37
+    """29 columns: the strided kernel, an element per thread, in three rounds of the grid-stride
+    loop (143 x 29 elements > 2 x 2048 threads). 32 columns: where every operand's rows are
+    contiguous and 16-byte aligned (broadcast, halves), the rows kernel, a vector per thread;
+    elsewhere the strided kernel."""
+    rows = 143
     for layout, inputs, spread_outputs in strided_layouts(rows, cols, dtype,
                                                           PASSES[pass_name][1]):
         check_pass(launch_strided, emulated, pass_name, approximate, inputs, (rows, cols),
                    f"{layout} layout", spread_outputs)
+        (launch,) = take_launches(emulated)
+        rows_kernel = cols == 32 and layout in ("broadcast", "halves")
+        assert launch[0].startswith("rows_kernel<" if rows_kernel else "strided_kernel<"), (
+            layout, launch)
+        if not rows_kernel and cols == 29:
+            assert rounds(launch, rows * cols) == 3, launch
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("pass_name", ["bias_forward", "geglu_backward"])
+@pytest.mark.parametrize("pass_name", PASSES)
 def test_rows_kernel_grid_stride(emulated, pass_name, dtype):
-    """More vectors (200 rows of 24) than the emulated grid has threads (2 multiprocessors x 8
-    blocks x 256), so threads step on to later rows, and 24 does not divide that step, so their
+    """More vectors (200 rows of 24) than the emulated grid has threads (8 blocks x 256), so
+    threads step on to later rows in three rounds, and 24 does not divide that step, so their
     columns wrap."""
-    rows, cols = 200, 24 * (16 // torch.empty(0, dtype=dtype).element_size())
-    assert rows * 24 > 2 * 8 * 256 and (2 * 8 * 256) % 24 != 0
+    rows, cols = 200, 24 * vector_width(dtype)
+    assert 2 * THREADS < rows * 24 <= 3 * THREADS and THREADS % 24 != 0
     for layout, inputs, _ in strided_layouts(rows, cols, dtype, PASSES[pass_name][1]):
         if layout in ("broadcast", "halves"):
             check_pass(launch_strided, emulated, pass_name, "none", inputs, (rows, cols),
                        f"{layout} layout")
+            (launch,) = take_launches(emulated)
+            assert launch[0].startswith("rows_kernel<") and rounds(launch, rows * 24) == 3, launch
+        else:
+            take_launches(emulated)
 
 
 def test_rows_of_vectors_need_aligned_rows(emulated):
@@ -262,7 +392,9 @@ def test_rows_of_vectors_need_aligned_rows(emulated):
                     ("start 4 bytes off", base[1:1 + 37 * 8].view(37, 8))]:
         out = torch.full((37, 8), float("nan"))
         launch_strided(emulated, "forward", "none", [out], [x])
-        assert_agree(out, ops.gelu(x.contiguous(), "none"), 0, f"forward, {what}")
+        assert_devices_agree(out, ops.gelu(x.contiguous(), "none"), 0, f"forward, {what}")
+        (launch,) = take_launches(emulated)
+        assert launch[0].startswith("strided_kernel<"), (what, launch)
 
 
 def test_three_dimensional_strided_layout(emulated):
@@ -270,14 +402,175 @@ def test_three_dimensional_strided_layout(emulated):
     x = gelu_arguments(120, torch.float32, seed=3).reshape(4, 5, 6).permute(2, 0, 1)
     out = torch.full(x.shape, float("nan"), dtype=torch.float32)
     launch_strided(emulated, "forward", "none", [out], [x])
-    assert_agree(out, ops.gelu(x.contiguous(), "none"), 0, "forward, permuted 3-D")
+    assert_devices_agree(out, ops.gelu(x.contiguous(), "none"), 0, "forward, permuted 3-D")
+
+
+# ---------------------------------------------------------------------------------------------
+# The launch plan of cuda/ops_cuda.cpp (cuda/launch_plan.h): which kernel, index width and pieces.
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_plan_takes_16_byte_vectors_only_where_every_operand_is_aligned(emulated, pass_name,
+                                                                        dtype):
+    """1-D contiguous operands (a length with a tail), each in turn starting 1 .. 16 / size - 1
+    elements past a 16-byte boundary, or the outputs so: the contiguous kernel's 16-byte vectors
+    only where every address is aligned, else the strided kernel (a misaligned vector load
+    faults on a GPU, and on the CPU would go unnoticed), with the same results either way."""
+    width = vector_width(dtype)
+    n = 2 * THREADS + 3
+    roles = PASSES[pass_name][1]
+    padded = make_inputs(roles, n + width, dtype, seed=7)
+    cases = [("aligned", [t[:n] for t in padded], 0)]
+    for k in range(len(roles)):
+        for shift in range(1, width):
+            cases.append((f"input {k} {shift} elements off",
+                          [t[shift:shift + n] if j == k else t[:n] for j, t in enumerate(padded)],
+                          0))
+    cases.append(("outputs 1 element off", [t[:n] for t in padded], 1))
+    for what, inputs, output_offset in cases:
+        aligned = all(t.data_ptr() % 16 == 0 for t in inputs) and output_offset == 0
+        check_pass(launch_planned, emulated, pass_name, "none", inputs, (n,), what,
+                   output_offset=output_offset)
+        launches = take_launches(emulated)
+        kernels = {kernel.split("<")[0] for kernel, _, _ in launches}
+        assert kernels == {"contiguous_kernel" if aligned else "strided_kernel"}, (what, launches)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_plan_index_width(emulated, pass_name, dtype):
+    """The contiguous kernel indexes in 32 bits up to the limit (INT32_MAX on a GPU; 4096 here)
+    and in 64 bits beyond it, with the same results."""
+    limit = 4096
+    for n in (limit, limit + 1, 3 * THREADS * vector_width(dtype) + 1):
+        inputs = make_inputs(PASSES[pass_name][1], n, dtype, seed=n)
+        check_pass(lambda *args: launch_planned(*args, index_limit=limit), emulated, pass_name,
+                   "tanh", inputs, (n,), f"n={n}, limit {limit}")
+        (launch,) = take_launches(emulated)
+        bits = 32 if n <= limit else 64
+        assert launch[0].startswith("contiguous_kernel<") and f"int{bits}_t" in launch[0], launch
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_plan_splits_for_32_bit_offsets(emulated, pass_name, dtype):
+    """Layouts whose elements or byte offsets exceed the index limit (here a few kilobytes, on a
+    GPU INT32_MAX) are cut into pieces that fit, each launched on its own (rows or strided
+    kernel), with every element computed once: the transposed, broadcast, halves and spread
+    layouts of 150 x 40, and a misaligned 1-D one."""
+    limit = 3000
+    rows, cols = 150, 40
+    roles = PASSES[pass_name][1]
+    cases = list(strided_layouts(rows, cols, dtype, roles, seed=11))
+    flat = make_inputs(roles, rows * cols + 1, dtype, seed=12)
+    cases.append(("misaligned 1-D", [t[1:] for t in flat], False))
+    for layout, inputs, spread_outputs in cases:
+        shape = (rows * cols,) if layout == "misaligned 1-D" else (rows, cols)
+        check_pass(lambda *args: launch_planned(*args, index_limit=limit), emulated, pass_name,
+                   "sigmoid", inputs, shape, f"{layout} layout, limit {limit}", spread_outputs)
+        launches = take_launches(emulated)
+        # At least the pieces that the largest operand span needs, each no larger than the limit.
+        span = max((rows * cols) * t.element_size() * (2 if spread_outputs else 1)
+                   for t in inputs)
+        assert len(launches) >= span // limit, (layout, len(launches))
+        assert all(k.startswith(("rows_kernel<", "strided_kernel<")) for k, _, _ in launches)
+
+
+def plan_pieces(lib, operands, index_limit):
+    """(elements, first operand's start offset, largest byte span of any operand) of each piece
+    that cuda/launch_plan.h cuts these operands' iteration into."""
+    sizes, strides = iteration(operands)
+    flat = [s for per_operand in strides for s in per_operand]
+    args = [len(operands), pointers(operands), len(sizes), (ctypes.c_int64 * len(sizes))(*sizes),
+            (ctypes.c_int64 * len(flat))(*flat), ctypes.c_int64(index_limit)]
+    count = lib.emulated_plan_pieces(*args, None, ctypes.c_int64(0))
+    pieces = (ctypes.c_int64 * (3 * count))()
+    lib.emulated_plan_pieces(*args, pieces, ctypes.c_int64(count))
+    return [tuple(pieces[3 * i:3 * i + 3]) for i in range(count)]
+
+
+@pytest.mark.parametrize("limit", [1, 100, 4096, 2**31 - 1])
+def test_plan_pieces_fit_the_limit(emulated, limit):
+    """Every piece holds at most `limit` elements and spans at most `limit` bytes of each
+    operand, and the pieces cover the iteration once: a transposed float64 input (byte offsets to
+    48,000) beside a contiguous output, and an output with a column stride of 2, broadcast
+    against a bias. The same pieces are launched, one launch each."""
+    lib = emulated
+    x = gelu_arguments(6000, torch.float64, seed=9).reshape(1000, 6).t()
+    out = torch.full(x.shape, float("nan"), dtype=torch.float64)
+    wide = torch.full((6, 2000), float("nan"), dtype=torch.float64)
+    bias = torch.zeros(1000, dtype=torch.float64).expand(6, 1000)
+    for operands in ([out, x], [wide[:, ::2], x, bias]):
+        pieces = plan_pieces(lib, operands, limit)
+        assert sum(n for n, _, _ in pieces) == x.numel()
+        assert all(n <= limit and span <= limit for n, _, span in pieces), pieces[:5]
+        if limit >= 48000:
+            assert len(pieces) == 1
+    if limit == 100:
+        launch_planned(lib, "forward", "none", [out], [x], index_limit=limit)
+        assert_devices_agree(out, ops.gelu(x.contiguous(), "none"), 0, "forward, split transposed")
+        assert len(take_launches(lib)) == len(plan_pieces(lib, [out, x], limit))
 
 
 def test_empty_launches_do_nothing(emulated):
     out = torch.full((4,), 7.0)
     x = torch.zeros(4)
-    assert emulated.emulated_launch_contiguous(0, 0, 0, pointers([out, x]), ctypes.c_int64(0)) == 0
+    for bits in (0, 1):
+        assert emulated.emulated_launch_contiguous(0, 0, 0, pointers([out, x]), ctypes.c_int64(0),
+                                                   bits) == 0
     zero = (ctypes.c_int32 * 2)(0, 4)
     strides = (ctypes.c_int32 * 4)(4, 16, 4, 16)
     assert emulated.emulated_launch_strided(0, 0, 0, pointers([out, x]), 2, zero, strides) == 0
+    zero64, strides64 = (ctypes.c_int64 * 2)(0, 4), (ctypes.c_int64 * 4)(4, 16, 4, 16)
+    assert emulated.emulated_launch_iteration(0, 0, 0, pointers([out, x]), 2, zero64, strides64,
+                                              ctypes.c_int64(2**31 - 1)) == 0
     assert torch.equal(out, torch.full((4,), 7.0))
+    assert take_launches(emulated) == []
+
+
+def test_32_bit_index_refuses_what_it_cannot_hold(emulated):
+    """A 32-bit launch of more than INT32_MAX elements is refused (the plan never asks for one),
+    before anything is read or written."""
+    out, x = torch.full((4,), 7.0), torch.zeros(4)
+    assert emulated.emulated_launch_contiguous(0, 0, 0, pointers([out, x]),
+                                               ctypes.c_int64(2**31), 0) != 0
+    assert torch.equal(out, torch.full((4,), 7.0)) and take_launches(emulated) == []
+
+
+def test_float_path_within_its_bounds(emulated_float_path, approximate):
+    """float32 on the float path (compute capability 8.6's route) against the float64 reference:
+    f, f' and f'' through the forward and double backward kernels, every binade, a dense grid and
+    the tails."""
+    x = torch.cat([binade_samples(torch.float32, per_binade=16), torch.linspace(-10, 10, 20001),
+                   torch.linspace(-70, -5, 2001)])
+    x = x[x.isfinite()]
+    f, d1, d2, s1, s2 = reference_and_scales(x, approximate)
+    z = x.double()
+    y = torch.full_like(x, float("nan"))
+    launch_contiguous(emulated_float_path, "forward", approximate, [y], [x])
+    assert_ulps(y, f, FLOAT_PATH_ULPS["f"], f"float path forward {approximate}", x,
+                mp_exact(z, approximate, 0))
+    one, dx, ddx = torch.ones_like(x), torch.full_like(x, float("nan")), torch.full_like(x, 0.0)
+    launch_contiguous(emulated_float_path, "double_backward", approximate, [dx, ddx], [one, one, x])
+    assert_within(dx, d1, s1, FLOAT_PATH_ULPS["f'"], torch.float32,
+                  f"float path f' {approximate}", x, mp_exact(z, approximate, 1))
+    assert_within(ddx, d2, s2, FLOAT_PATH_ULPS["f''"], torch.float32,
+                  f"float path f'' {approximate}", x, mp_exact(z, approximate, 2))
+
+
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_float_path_passes_agree_with_cpu_within_two_ulps(emulated_float_path, pass_name,
+                                                          approximate):
+    """Every pass of the float path, over three rounds of the grid, against the CPU's double
+    path: both within their bounds of the exact value, so within 2 ulps of each other's
+    magnitude (or the terms' scale), signs of zero, infinities and NaN alike."""
+    n = rounds_of_contiguous(torch.float32)
+    inputs = make_inputs(PASSES[pass_name][1], n, torch.float32)
+    _, _, cpu_op, scales = PASSES[pass_name]
+    outputs = [torch.full((n,), float("nan")) for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
+    launch_contiguous(emulated_float_path, pass_name, approximate, outputs, inputs)
+    expected = cpu_op(inputs, approximate)
+    for k, (got, want) in enumerate(zip(outputs, expected)):
+        assert_devices_agree(got, want, lambda: scales([t.double() for t in inputs],
+                                                       approximate)[k],
+                             f"float path {pass_name} output {k}", same_path=False)

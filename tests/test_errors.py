@@ -68,11 +68,40 @@ def test_backward_device_mismatch():
             ops.gelu_backward(x.cuda(), x)
 
 
+def allocations_during(call, device):
+    """The allocations made while call() runs (and raises): profiled CPU allocations, or the CUDA
+    caching allocator's count of them."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
+        call()
+        return torch.cuda.memory_stats().get("allocation.all.allocated", 0) - before
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        call()
+    return [(e.name, e.cpu_memory_usage) for e in prof.events() if e.cpu_memory_usage > 0]
+
+
 def test_nothing_is_written_on_error(device):
-    x = torch.randn(5, device=device)
-    before = x.clone()
-    with pytest.raises(RuntimeError):
-        ops.gelu_backward(torch.ones(4, device=device), x)
-    with pytest.raises(ValueError):
-        gelu_ext.gelu(x, "bogus")
-    assert torch.equal(x, before)
+    """Refused calls fail before anything is allocated or computed (no op writes its operands, so
+    there is nothing else a refused call could write), whatever the layer that refuses: the C++
+    op's checks, the Python functions', or the modules'."""
+    x, b = torch.randn(3, 5, device=device), torch.randn(5, device=device)
+    row, wide, narrow = torch.ones(1, 5, device=device), x.double(), x.half()
+    module = gelu_ext.BiasGELU(5).to(device)
+    before = module.bias.detach().clone()
+    refused = [(RuntimeError, lambda: ops.gelu_backward(row, x)),
+               (RuntimeError, lambda: ops.gelu_double_backward(x, x, x[:, :4])),
+               (TypeError, lambda: ops.gelu_backward(wide, x)),
+               (RuntimeError, lambda: gelu_ext.bias_gelu(x, b[:4])),
+               (TypeError, lambda: gelu_ext.geglu(x, narrow)),
+               (RuntimeError, lambda: gelu_ext.geglu_packed(x)),
+               (ValueError, lambda: gelu_ext.gelu(x, "bogus")),
+               (RuntimeError, lambda: module(x[:, :4]))]
+    for error, call in refused:
+        def refuse():
+            with pytest.raises(error):
+                call()
+        assert not allocations_during(refuse, device), "allocated before refusing"
+    torch.testing.assert_close(module.bias.detach(), before, rtol=0, atol=0)

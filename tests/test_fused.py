@@ -1,34 +1,30 @@
 """Fused bias-GELU and GEGLU: values against float64 references, gradients to second order,
 layouts (chunked views without copies), errors, opcheck, torch.compile and vmap."""
 
+import functools
 from fractions import Fraction
 
 import pytest
 import torch
 import torch.autograd.forward_ad as forward_ad
-from conftest import FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, FORWARD_ULPS, assert_ulps
+from conftest import (FLOAT_DTYPES, FORWARD_ULPS, MpValues, all_values, assert_product_within,
+                      assert_same_bits, assert_ulps, mp_exact, round_to)
 from torch.autograd import gradcheck, gradgradcheck
 
 import gelu_ext
-from gelu_ext.reference import derivative_scales, mp_reference, torch_reference, ulp
+from gelu_ext.reference import (derivative_scales, forward_reference, mp_reference, torch_reference,
+                                ulp)
 
 ops = torch.ops.gelu_ext
 
 
 def assert_gradient(got, factor, z, d1, approximate, dtype, what):
-    """got = factor * f'(z) within FIRST_DERIVATIVE_ULPS, in ulps of the exact value, or for
-    float32 and float64 of |factor| (|a| + |b|) where that is larger: near the roots of f' = a + b
-    its terms cancel, and the bound applies to the larger term, as for f' itself
-    (docs/accuracy.md).
+    """got = factor * f'(z) within its bound (conftest.assert_product_within), in ulps of the
+    exact value, or of |factor| (|a| + |b|) where that is larger: near the roots of f' = a + b its
+    terms cancel, and the bound applies to the larger term, as for f' itself (docs/accuracy.md).
     16-bit results are correctly rounded everywhere."""
-    expected = factor * d1
-    magnitude = expected.abs()
-    if dtype in (torch.float32, torch.float64):
-        magnitude = torch.maximum(magnitude, factor.abs() * derivative_scales(z, approximate)[0])
-    err = ((got.cpu().double() - expected).abs() / ulp(magnitude, dtype)).flatten()
-    worst = int(err.argmax())
-    assert err[worst] <= FIRST_DERIVATIVE_ULPS[dtype], (
-        f"{what} {dtype}: error {err[worst]:.3f} ulp at z={z.flatten()[worst].item()!r}")
+    assert_product_within(got.cpu(), d1, factor, derivative_scales(z, approximate)[0], dtype,
+                          f"{what} {dtype}", z, mp_exact(z, approximate, 1, factor))
 
 
 def exact(z, approximate, dtype):
@@ -40,6 +36,14 @@ def exact(z, approximate, dtype):
     values = [mp_reference(v, approximate) for v in z.flatten().tolist()]
     return tuple(torch.tensor([float(v[k]) for v in values], dtype=torch.float64).view(z.shape)
                  for k in (0, 1))
+
+
+def exact_values(z, approximate, dtype):
+    """(f, f') at the float64 points z to judge dtype's results by: MpValues for float64 (a
+    float64 reference would carry half an ulp of error), the torch reference otherwise."""
+    if dtype == torch.float64:
+        return MpValues.of(z, approximate, 0, 1)
+    return exact(z, approximate, dtype)
 
 
 def randn(*shape, dtype=torch.float32, device="cpu", scale=3.0, seed=0):
@@ -64,7 +68,8 @@ def test_bias_gelu_values(device, approximate, dtype, columns):
     # The kernel forms the sum exactly for 16-bit and float32 operands (in double, or as a float
     # pair), and with one rounding for float64 ones, whose results are judged against mpmath.
     z = x.cpu().double() + b.cpu().double()
-    assert_ulps(y, exact(z, approximate, dtype)[0], FORWARD_ULPS[dtype], f"bias_gelu {dtype}", z)
+    assert_ulps(y, exact_values(z, approximate, dtype)[0], FORWARD_ULPS[dtype],
+                f"bias_gelu {dtype}", z, mp_exact(z, approximate, 0))
 
 
 @pytest.mark.parametrize("columns", COLUMNS)
@@ -75,7 +80,7 @@ def test_bias_gelu_backward_values(device, approximate, dtype, columns):
     grad = randn(64, columns, dtype=dtype, device=device, seed=2, scale=1.0)
     grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, approximate)
     z = x.cpu().double() + b.cpu().double()
-    _, d1 = exact(z, approximate, dtype)
+    _, d1 = exact_values(z, approximate, dtype)
     assert_gradient(grad_input, grad.cpu().double(), z, d1, approximate, dtype, "bias_gelu")
     assert_sums_rows(grad_bias, grad_input)
 
@@ -93,7 +98,7 @@ def test_bias_gelu_16_bit_with_many_fallbacks(device, approximate, dtype):
     z = x.cpu().double() + b.cpu().double()
     f, d1 = exact(z, approximate, dtype)
     y = gelu_ext.bias_gelu(x, b, approximate).cpu()
-    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype}", z)
+    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype}", z, mp_exact(z, approximate, 0))
     grad_input, grad_bias = ops.bias_gelu_backward(grad, x, b, approximate)
     assert_gradient(grad_input, grad.cpu().double(), z, d1, approximate, dtype, "bias_gelu")
     assert_sums_rows(grad_bias, grad_input)
@@ -207,6 +212,23 @@ def test_bias_gradient_over_many_rows(device, dtype):
         assert_sums_rows(grad_bias, grad_input)
 
 
+@functools.lru_cache(maxsize=6)
+def sums_that_float_cannot_hold(dtype, approximate):
+    """16-bit pairs x in (-8, -4], 2^-20 <= |b| < 2^-11 whose float sum is inexact, as float64:
+    x, b, their exact sum z, f(z), and where f(z) and f(float sum) round apart."""
+    every = all_values(dtype).double()
+    x = every[(every <= -4) & (every > -8)]
+    b = every[(every.abs() >= 2.0**-20) & (every.abs() < 2.0**-11)]
+    x, b = x.repeat_interleave(len(b)), b.repeat(len(x))
+    z = x + b  # exact in double
+    z_float = (x.float() + b.float()).double()  # the float sum
+    inexact = z_float != z
+    x, b, z, z_float = x[inexact], b[inexact], z[inexact], z_float[inexact]
+    f, f_float = forward_reference(z, approximate), forward_reference(z_float, approximate)
+    apart = round_to(f, dtype) != round_to(f_float, dtype)
+    return x[apart], b[apart], z[apart], f[apart]
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_bias_gelu_16_bit_sums_that_float_cannot_hold(device, approximate, dtype):
     # x + b needs more than float's 24 bits where b lies 17 or more binades below x (16-bit data
@@ -214,32 +236,33 @@ def test_bias_gelu_16_bit_sums_that_float_cannot_hold(device, approximate, dtype
     # the bits float would lose decide the 16-bit rounding of some results: pairs where f at
     # the float sum and f at the exact sum round to different 16-bit values. The fused op must
     # give the latter (the CPU kernels redo such sums in double).
-    every = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
-    x = every[(every <= -4) & (every > -8)]
-    b = every[(every.abs() >= 2.0**-20) & (every.abs() < 2.0**-11)]
+    x, b, z, f = sums_that_float_cannot_hold(dtype, approximate)
+    assert len(x) >= 5, f"only {len(x)} pairs tell the sums apart"
+    y = gelu_ext.bias_gelu(x.to(dtype).to(device).view(1, -1), b.to(dtype).to(device),
+                           approximate).cpu().flatten()
+    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype}, sums beyond float", z,
+                mp_exact(z, approximate, 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_bias_gelu_is_not_rounded_before_the_gelu(device, approximate, dtype):
+    # x + b needs more bits than the 16-bit type: rounded to it first, then f, then rounded again,
+    # the result would differ from f(x + b) correctly rounded on the pairs kept here; the fused
+    # op rounds once.
+    every = all_values(dtype).double()
+    x = every[(every.abs() >= 0.25) & (every.abs() < 4)][::7]
+    b = every[(every.abs() >= 2.0**-12) & (every.abs() < 2.0**-6)][::5]
     x, b = x.repeat_interleave(len(b)), b.repeat(len(x))
     z = x + b  # exact in double
-    z_float = (x.float() + b.float()).double()  # the float sum
-    inexact = z_float != z
-    f = exact(z, approximate, dtype)[0]
-    f_float = exact(z_float, approximate, dtype)[0]
-    step = ulp(f, dtype)
-    apart = inexact & (torch.round(f / step) != torch.round(f_float / step))
-    assert apart.sum() >= 5, f"only {int(apart.sum())} pairs tell the sums apart"
+    f = torch_reference(z, approximate)[0]
+    f_of_rounded_sum = torch_reference(round_to(z, dtype).double(), approximate)[0]
+    apart = round_to(f, dtype) != round_to(f_of_rounded_sum, dtype)
+    assert apart.sum() >= 100, f"only {int(apart.sum())} pairs tell the orders apart"
     x, b, z, f = x[apart], b[apart], z[apart], f[apart]
     y = gelu_ext.bias_gelu(x.to(dtype).to(device).view(1, -1), b.to(dtype).to(device),
                            approximate).cpu().flatten()
-    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype}, sums beyond float", z)
-
-
-def test_bias_gelu_is_not_rounded_before_the_gelu(device):
-    # In bfloat16, x + b rounded to bfloat16 first would move the result; the fused op rounds once.
-    x = torch.tensor([1.0 + 2**-7], dtype=torch.bfloat16, device=device)
-    b = torch.tensor([2**-9], dtype=torch.bfloat16, device=device)
-    z = x.cpu().double() + b.cpu().double()  # needs 10 significant bits
-    assert z.to(torch.bfloat16).double() != z
-    y = gelu_ext.bias_gelu(x, b).cpu()
-    assert_ulps(y, torch_reference(z)[0], 0.5, "bias_gelu single rounding", z)
+    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype}, one rounding", z,
+                mp_exact(z, approximate, 0))
 
 
 def test_bias_gelu_gradcheck(device, approximate):
@@ -264,7 +287,7 @@ def test_bias_gelu_matches_composition(device, approximate):
 def test_float64_bias_gelu_is_gelu_of_the_rounded_sum(device, approximate):
     """float64 operands: the sum is rounded once and f computed at it as gelu computes it, so
     bias_gelu(x, b) and gelu(x + b) are the same bits, signed zeros included (-0 + -0 = -0, whose
-    f is -0), on each side of the CPU single path's domain edges and where x + b is not finite."""
+    f is -0), on each side of the CPU's f64_pair domain edges and where x + b is not finite."""
     edges = [0.0, 1e-310, 5e-324, 1e-20, 0.75, 19.99, 20.01, 36.99, 37.0, 37.01, 38.0, 40.5, 379.9,
              380.1, 1e300]
     special = torch.tensor([v for e in edges for v in (e, -e)] + [-0.0, float("nan")] * 2,
@@ -289,12 +312,14 @@ def test_float64_bias_gelu_is_gelu_of_the_rounded_sum(device, approximate):
 # geglu
 
 def assert_geglu_values(gate, up, grad, y, grad_gate, grad_up, approximate, dtype):
-    f, d1 = exact(gate.cpu().double(), approximate, dtype)
+    z = gate.cpu().double()
+    f, d1 = exact_values(z, approximate, dtype)
     g, u = grad.cpu().double(), up.cpu().double()
-    assert_ulps(y.cpu(), f * u, FORWARD_ULPS[dtype], f"geglu {dtype}", gate.cpu())
-    assert_ulps(grad_up.cpu(), g * f, FORWARD_ULPS[dtype], f"geglu grad_up {dtype}", gate.cpu())
-    assert_gradient(grad_gate, g * u, gate.cpu().double(), d1, approximate, dtype,
-                    "geglu grad_gate")
+    assert_product_within(y.cpu(), f, u, 0, dtype, f"geglu {dtype}", z,
+                          mp_exact(z, approximate, 0, u))
+    assert_product_within(grad_up.cpu(), f, g, 0, dtype, f"geglu grad_up {dtype}", z,
+                          mp_exact(z, approximate, 0, g))
+    assert_gradient(grad_gate, (g, u), z, d1, approximate, dtype, "geglu grad_gate")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -363,6 +388,36 @@ def test_geglu_matches_composition(device, approximate):
     g = randn(3, 5, 8, dtype=torch.float64, device=device, seed=2)
     torch.testing.assert_close(torch.autograd.grad(y, (gate, up), g),
                                torch.autograd.grad(y_ref, (gate, up), g), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_fused_ops_on_channels_last(device, approximate, dtype):
+    # 4-D operands in channels_last (and 5-D in channels_last_3d) memory format, whose last
+    # dimension (the bias's and geglu's halves') is not the fastest: the layout of aten's
+    # elementwise ops, and the values of contiguous copies, bit for bit, signs of zero included.
+    for shape, memory_format in [((2, 8, 5, 6), torch.channels_last),
+                                 ((2, 4, 3, 5, 6), torch.channels_last_3d)]:
+        def layout(t):
+            return t.to(memory_format=memory_format)
+
+        x, up, grad = (layout(randn(*shape, dtype=dtype, device=device, seed=s)) for s in (0, 1, 2))
+        x[..., 0, :2] = torch.tensor([0.0, -0.0])
+        b = randn(shape[-1], dtype=dtype, device=device, seed=3)
+        h = layout(randn(*shape[:-1], 2 * shape[-1], dtype=dtype, device=device, seed=4))
+        contiguous = [t.contiguous() for t in (x, up, grad, h)]
+        for name, call, like in [
+                ("bias_gelu", lambda x, up, g, h: [gelu_ext.bias_gelu(x, b, approximate)], x + b),
+                ("bias_gelu_backward",
+                 lambda x, up, g, h: list(ops.bias_gelu_backward(g, x, b, approximate)), x + b),
+                ("geglu", lambda x, up, g, h: [gelu_ext.geglu(x, up, approximate)], x * up),
+                ("geglu_backward",
+                 lambda x, up, g, h: list(ops.geglu_backward(g, x, up, approximate)), x * up),
+                ("geglu_packed", lambda x, up, g, h: [gelu_ext.geglu_packed(h, approximate)],
+                 torch.mul(*h.chunk(2, dim=-1)))]:
+            got, want = call(x, up, grad, h), call(*contiguous)
+            assert got[0].stride() == like.stride(), (name, memory_format, got[0].stride())
+            for k, (g, w) in enumerate(zip(got, want)):
+                assert_same_bits(g, w.view(g.shape), f"{name} output {k}, {memory_format}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import FLOAT_DTYPES
+from conftest import FLOAT_DTYPES, assert_same_bits
 
 import gelu_ext
 from gelu_ext import reference
@@ -16,7 +16,12 @@ def layouts(device, dtype):
     g = torch.Generator().manual_seed(0)
 
     def randn(*shape):
-        return (torch.randn(*shape, generator=g) * 3).to(dtype).to(device)
+        """Random values, and among them +0, -0 and -50 (whose f is -0), so that comparisons
+        see the sign of zero results."""
+        values = torch.randn(*shape, generator=g) * 3
+        flat = values.view(-1)
+        flat[3::7], flat[5::11], flat[2::13] = 0.0, -0.0, -50.0
+        return values.to(dtype).to(device)
 
     return {
         "0-dim": randn(()),
@@ -55,8 +60,8 @@ def test_forward_layout(device, approximate, dtype, layout):
     y = gelu_ext.gelu(x, approximate)
     assert y.shape == x.shape and y.dtype == x.dtype and y.device == x.device
     assert y.stride() == expected_strides(x)
-    # Same values, bit for bit, as on a contiguous copy.
-    assert torch.equal(y, gelu_ext.gelu(x.contiguous(), approximate).view(y.shape))
+    # Same values, bit for bit (signs of zero included), as on a contiguous copy.
+    assert_same_bits(y, gelu_ext.gelu(x.contiguous(), approximate).view(y.shape), layout)
 
 
 @pytest.mark.parametrize("layout", LAYOUT_NAMES)
@@ -66,37 +71,46 @@ def test_backward_layouts(device, approximate, layout):
     grad = torch.randn(x.shape, device=device)
     dx = ops.gelu_backward(grad, x, approximate)
     assert dx.stride() == expected_strides(grad, x)
-    assert torch.equal(dx, ops.gelu_backward(grad.contiguous(), x.contiguous(), approximate))
+    assert_same_bits(dx, ops.gelu_backward(grad.contiguous(), x.contiguous(), approximate),
+                     f"backward, {layout}")
     gg = torch.randn(x.shape, device=device)
     ggrad, gx = ops.gelu_double_backward(gg, grad, x, approximate)
     assert ggrad.stride() == gx.stride() == expected_strides(gg, grad, x)
     ggrad_c, gx_c = ops.gelu_double_backward(gg, grad, x.contiguous(), approximate)
-    assert torch.equal(ggrad, ggrad_c) and torch.equal(gx, gx_c)
+    assert_same_bits(ggrad, ggrad_c, f"double backward, {layout}")
+    assert_same_bits(gx, gx_c, f"double backward, {layout}")
 
 
-def test_large_tensor_is_parallel_and_correct(device):
-    # Several CPU threads' worth of elements, and a length that is no multiple of any vector width.
-    x = torch.randn(3 * (1 << 18) + 7, device=device)
-    y = gelu_ext.gelu(x)
-    assert torch.equal(y[::1000], gelu_ext.gelu(x[::1000].contiguous()))
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_large_tensor_is_parallel_and_correct(device, dtype):
+    # Several CPU threads' worth of elements, and a length that is no multiple of any vector
+    # width: every element, the 7-element tail included, is what the op gives on pieces small
+    # enough to take one thread (and, on a GPU, one round of the grid), signs of zero included.
+    g = torch.Generator().manual_seed(2)
+    x = (torch.randn(3 * (1 << 18) + 7, generator=g) * 4).to(dtype)
+    x[-7:] = torch.tensor([0.0, -0.0, -50.0, 1.5, -1.5, float("nan"), 3.0])
+    y = gelu_ext.gelu(x.to(device)).cpu()
+    pieces = torch.cat([gelu_ext.gelu(piece.to(device)).cpu() for piece in x.split(4096)])
+    assert_same_bits(y, pieces, f"{dtype}, {len(x)} elements")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_results_do_not_depend_on_neighbours(device, approximate, dtype):
-    # Inputs that a fast path cannot take (large, inf, NaN) next to ones that it can: each element
-    # must come out as it does alone, whichever path its neighbours take.
+    # Inputs that a fast path cannot take (large, inf, NaN, zeros) next to ones that it can: each
+    # element must come out as it does alone, whichever path its neighbours take.
     g = torch.Generator().manual_seed(1)
     x = torch.randn(512, generator=g, dtype=torch.float64) * 2
-    special = torch.tensor([30.0, -9.0, float("inf"), float("nan"), -1e4, 8.5], dtype=torch.float64)
-    x[torch.randperm(512, generator=g)[:150]] = special.repeat(25)
+    special = torch.tensor([30.0, -9.0, float("inf"), float("nan"), -1e4, 8.5, 0.0, -0.0],
+                           dtype=torch.float64)
+    x[torch.randperm(512, generator=g)[:200]] = special.repeat(25)
     x = x.to(dtype).to(device)
     grad = torch.randn(512, generator=g).to(dtype).to(device)
     y, dx = gelu_ext.gelu(x, approximate), ops.gelu_backward(grad, x, approximate)
-    for i in range(len(x)):
-        alone = gelu_ext.gelu(x[i:i + 1], approximate)
-        assert torch.equal(y[i:i + 1], alone) or (y[i].isnan() and alone.isnan().all()), i
-        alone = ops.gelu_backward(grad[i:i + 1], x[i:i + 1], approximate)
-        assert torch.equal(dx[i:i + 1], alone) or (dx[i].isnan() and alone.isnan().all()), i
+    alone = torch.cat([gelu_ext.gelu(x[i:i + 1], approximate) for i in range(len(x))])
+    assert_same_bits(y, alone, "forward")
+    alone = torch.cat([ops.gelu_backward(grad[i:i + 1], x[i:i + 1], approximate)
+                       for i in range(len(x))])
+    assert_same_bits(dx, alone, "backward")
 
 
 def jagged(device, dtype, lengths=(2, 5, 1), features=(6,), seed=0):

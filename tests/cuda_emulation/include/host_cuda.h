@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #define __global__
 #define __device__
@@ -25,8 +27,9 @@ struct dim3 {
 };
 inline thread_local dim3 blockIdx, threadIdx, gridDim, blockDim;
 
-// A small device, so that the grid-stride loops run several rounds on test-sized data.
-constexpr int kEmulatedMultiprocessors = 2;
+// A device of one multiprocessor, so that the grids stay small (8 blocks of 256 threads) and the
+// grid-stride loops run several rounds on test-sized data.
+constexpr int kEmulatedMultiprocessors = 1;
 inline cudaError_t cudaGetDevice(int* device) {
   *device = 0;
   return cudaSuccess;
@@ -38,9 +41,19 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr, int) {
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 
 namespace gelu_emulation {
-// kernel<<<grid, block, 0, stream>>>(args) becomes launch(grid, block, [&] { kernel(args); }).
+// Every launch since the log was last taken: the kernel as the source names it (template
+// arguments included), and its grid and block sizes.
+struct Launch {
+  std::string kernel;
+  unsigned grid, block;
+};
+inline std::vector<Launch> launches;
+
+// kernel<<<grid, block, 0, stream>>>(args) becomes
+// launch("kernel", grid, block, [&] { kernel(args); }).
 template <class Body>
-void launch(unsigned grid, unsigned block, Body&& body) {
+void launch(const char* kernel, unsigned grid, unsigned block, Body&& body) {
+  launches.push_back(Launch{kernel, grid, block});
   gridDim = dim3{grid, 1, 1};
   blockDim = dim3{block, 1, 1};
   for (unsigned b = 0; b < grid; ++b) {
@@ -79,3 +92,21 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
   return __nv_bfloat16{static_cast<uint16_t>(bits >> 16)};
 }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.bits; }
+
+// double to 16 bits, rounded once to nearest even (cvt.rn.f16.f64, cvt.rn.bf16.f64): through a
+// float rounded to odd, which gives the same result.
+inline float round_to_odd_float(double d) {
+  const float nearest = static_cast<float>(d);
+  if (!(static_cast<double>(nearest) != d) || d != d) return nearest;
+  uint32_t bits;
+  std::memcpy(&bits, &nearest, sizeof bits);
+  if (static_cast<double>(nearest) > d ? nearest > 0 : nearest < 0) bits -= 1;  // toward zero
+  bits |= 1u;
+  float odd;
+  std::memcpy(&odd, &bits, sizeof odd);
+  return odd;
+}
+inline __half __double2half(double d) { return __float2half_rn(round_to_odd_float(d)); }
+inline __nv_bfloat16 __double2bfloat16(double d) {
+  return __float2bfloat16_rn(round_to_odd_float(d));
+}
