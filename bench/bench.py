@@ -37,7 +37,8 @@ in the same run, and the speed-up of gelu_ext over each baseline.
     python bench/bench.py --device cpu --dtypes float32 bfloat16 --sizes 22 24
     python bench/bench.py --device cpu --steady   # without page faults of fresh outputs
     python bench/bench.py --device cpu --huge-pages   # every output in 2 MB pages
-Writes bench/results/bench_<device>.{md,csv,png}.
+Writes bench/results/bench_<device>_<machine>_<kernels>[_steady].{md,csv,png}, one set per
+machine and mode.
 """
 
 import argparse
@@ -46,6 +47,7 @@ import itertools
 import math
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -267,25 +269,50 @@ def run(args):
     return rows, copy_bw
 
 
-def describe_machine(device):
-    if device == "cuda":
-        return torch.cuda.get_device_name()
-    name = platform.processor() or platform.machine()
+def cpu_name():
+    """The CPU's model name, with its family and model numbers where /proc/cpuinfo has them (a
+    virtual machine's model name may not say the generation: AMD family 25 model 1 is Zen 3,
+    model 17 Zen 4)."""
+    name, numbers = platform.processor() or platform.machine(), {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name":
+                    name = value
+                elif key in ("cpu family", "model") and key not in numbers:
+                    numbers[key] = value
+                if not line.strip():
+                    break  # the first processor is enough
     except OSError:
         pass
-    return (f"{name}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads, "
+    if len(numbers) == 2:
+        name += f" (family {numbers['cpu family']}, model {numbers['model']})"
+    return name
+
+
+def describe_machine(device):
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    return (f"{cpu_name()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads, "
             f"gelu_ext CPU kernels: {torch.ops.gelu_ext._cpu_isa()}")
+
+
+def results_name(args):
+    """bench_<device>_<machine>_<kernels>[_steady|_huge-pages]: one file per machine and mode."""
+    if args.device == "cuda":
+        machine = torch.cuda.get_device_name()
+    else:
+        machine = f"{cpu_name()}_{torch.ops.gelu_ext._cpu_isa()}"
+    slug = re.sub(r"[^a-z0-9]+", "-", machine.lower()).strip("-")
+    mode = "_steady" if args.steady else "_huge-pages" if args.huge_pages else ""
+    return f"bench_{args.device}_{slug}{mode}"
 
 
 def write_outputs(rows, copy_bw, args):
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"bench_{args.device}")
+    base = os.path.join(args.out, results_name(args))
     with open(base + ".csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -309,9 +336,14 @@ def write_outputs(rows, copy_bw, args):
                      f"{r['vs_compile']:.2f}x |")
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
+    plotted = False
     if not args.no_plot:
-        plot(rows, copy_bw, base + ".png")
-    print(f"wrote {base}.md and .csv" + ("" if args.no_plot else ", .png"), file=sys.stderr)
+        try:
+            plot(rows, copy_bw, base + ".png")
+            plotted = True
+        except ImportError:
+            print("no plot: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+    print(f"wrote {base}.md and .csv" + (", .png" if plotted else ""), file=sys.stderr)
 
 
 def plot(rows, copy_bw, path):

@@ -10,7 +10,9 @@
 // PASS: any Pass (kernels.h) but kDoubleBackward; VARIANT: kNone (default), kTanh or kSigmoid;
 // ELEMENT: BFloat16 (default), Float16, float or double; SIGMA (2); COLUMN_SUMS=1 also adds the
 // bias backward's rows to the bias gradient's column sums, two at a time, as ops.cpp does.
-// AVX2 kernels: the instruction count of their inner loop is in `objdump -d` of the binary.
+// AVX2 kernels by default, AVX-512 with -DAVX512; -DGELU_ROUTE_NO_TABLES (and the other switches of
+// math/route.h) build the kernel without a mechanism, to measure what it earns. The instruction
+// count of the inner loop is in `objdump -d` of the binary.
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -26,9 +28,15 @@
 #include <vector>
 
 #pragma GCC push_options
+#if defined(AVX512)
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c")
+#define GELU_ISA avx512
+#include "cpu/simd_avx512.h"
+#else
 #pragma GCC target("avx2,fma,f16c")
 #define GELU_ISA avx2
 #include "cpu/simd_avx2.h"
+#endif
 #include "cpu/loops.h"
 #pragma GCC pop_options
 
@@ -91,7 +99,7 @@ int main() {
       for (auto& v : operand[k]) v = element<T>(sigma * normal(generator));
   }
   std::vector<double> hi(kColumns), lo(kColumns);
-  using Kernel = avx2::Kernel<avx2::Lanes, kPass, Approximate::VARIANT, T>;
+  using Kernel = GELU_ISA::Kernel<GELU_ISA::Lanes, kPass, Approximate::VARIANT, T>;
   std::vector<double> ns;
   for (int round = 0; round < kRounds; ++round) {
     const auto start = std::chrono::steady_clock::now();
@@ -105,7 +113,7 @@ int main() {
         Kernel::contiguous(p, kColumns);
         // Two rows at a time, as ops.cpp adds each run of 4096 elements.
         if (kPass == Pass::kBiasBackward && COLUMN_SUMS && r % 2 == 1)
-          avx2::ColumnSums<avx2::Lanes, T>::run(p[0] - 2 * kColumns * sizeof(T), 2, kColumns, 2,
+          GELU_ISA::ColumnSums<GELU_ISA::Lanes, T>::run(p[0] - 2 * kColumns * sizeof(T), 2, kColumns, 2,
                                                  2 * kColumns, 1, hi.data(), lo.data());
       }
     }
