@@ -155,7 +155,20 @@ def disassemble(cubin):
 
 def kernels(cubin):
     """(mangled name, [(address, opcode, operands)]) of every kernel in the cubin."""
-    for block in re.split(r"\n\s*Function : ", disassemble(cubin))[1:]:
+    return listed_kernels(disassemble(cubin))
+
+
+def library_kernels(library, arch):
+    """kernels() of one architecture's SASS in a built library: an extension's shared library
+    holds a cubin per architecture it was built for. Empty where it holds none for arch."""
+    result = subprocess.run([find_tool("cuobjdump"), "-sass", "-arch", arch, library],
+                            capture_output=True, text=True)
+    return list(listed_kernels(result.stdout)) if result.returncode == 0 else []
+
+
+def listed_kernels(listing):
+    """kernels() of a cuobjdump -sass listing."""
+    for block in re.split(r"\n\s*Function : ", listing)[1:]:
         name, body = block.split("\n", 1)
         instructions = []
         for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);", body):

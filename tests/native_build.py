@@ -1,5 +1,5 @@
 """Native libraries that tests build from the sources with the host compiler (the emulated
-AVX-512 and CUDA kernels), kept between runs (CI's later stages, a developer's reruns) in the
+AVX-512 and CUDA kernels), kept between runs (CI's later stage, a developer's reruns) in the
 temporary directory under a digest of everything the build reads: a rebuild takes a minute."""
 
 import ctypes

@@ -3,10 +3,11 @@ compiles to SASS (setup.py's DEFAULT_CUDA_ARCHS), without a GPU: no kernel touch
 (a spill costs a round trip per element), the contiguous and rows kernels move 16 bytes per load
 and store, and wherever the route table puts a pass on the float path its kernel's main loop runs
 no FP64 instruction. A CPU-side change to the math (shared with the GPU) once made the float64
-backward spill unnoticed. This compiles the kernels as setup.py builds them (about half a minute
-per architecture, in parallel; bench/sass_report.py keeps the cubins in the temporary directory,
-so reruns and bench/gpu_model.py reuse them) and reads them with bench/sass_report.py. Skipped
-without nvcc and cuobjdump, or with a torch built without CUDA (whose install builds no CUDA
+backward spill unnoticed. The machine code read (by bench/sass_report.py) is the built
+library's, for each architecture it holds; the others are compiled as setup.py builds them (about
+half a minute per architecture, in parallel; bench/sass_report.py keeps the cubins in the temporary
+directory, so reruns and bench/gpu_model.py reuse them). Skipped without cuobjdump (and nvcc, where
+something must be compiled), or with a torch built without CUDA (whose install builds no CUDA
 kernels).
 
 And the compiler flags the build gives: the math writes every fused multiply-add it wants as
@@ -14,7 +15,6 @@ fma(), so the build must forbid the compilers to fuse a * b + c on their own (--
 nvcc, -ffp-contract=off for the host compiler), or error-free transformations stop being exact
 and the CPU and GPU stop computing the same operations."""
 
-import json
 import os
 import platform
 import re
@@ -30,6 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import sass_report  # noqa: E402
+from test_build import run_setup  # noqa: E402
 
 
 def default_sass_archs():
@@ -62,9 +63,22 @@ def kernels_by_arch():
     skip_where_cuobjdump_is_older(nvcc, cuobjdump)
     if shutil.which("g++") is None and shutil.which("c++") is None:
         pytest.skip("nvcc needs a host compiler")
+    library = library_with_cuda_kernels()
+    built = {arch: sass_report.library_kernels(library, arch) for arch in ARCHS} if library else {}
+    missing = [arch for arch in ARCHS if not built.get(arch)]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        cubins = dict(zip(ARCHS, pool.map(lambda a: sass_report.compile_cubin(a)[0], ARCHS)))
-    return {arch: list(sass_report.kernels(cubin)) for arch, cubin in cubins.items()}
+        cubins = dict(zip(missing, pool.map(lambda a: sass_report.compile_cubin(a)[0], missing)))
+    return {**built, **{arch: list(sass_report.kernels(cubin)) for arch, cubin in cubins.items()}}
+
+
+def library_with_cuda_kernels():
+    """gelu_ext's built library, where it holds the CUDA backend (its machine code is what these
+    tests read, for each architecture it was built for), else None."""
+    import gelu_ext
+
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("gelu_ext::gelu", "CUDA"):
+        return None
+    return gelu_ext._C.__file__
 
 
 # Paths that compute in float alone (a bounded path's fallback is a rare branch, not counted).
@@ -143,31 +157,15 @@ def test_float_path_main_loops_run_no_fp64(kernels_by_arch, float_path, arch):
     assert not with_fp64, f"{arch}: float-path main loops with FP64 instructions: {with_fp64}"
     if on_float_path == 0:
         pytest.skip(f"the route table puts no kernel on the float path on {arch}")
-# setup.py run as pip runs it, with setuptools.setup replaced: the extension's compile arguments.
-CAPTURE_BUILD_FLAGS = """
-import json, runpy, sys, setuptools
-captured = {}
-setuptools.setup = lambda **kw: captured.update(kw)
-sys.argv = ["setup.py", "--name"]
-runpy.run_path("setup.py", run_name="__main__")
-print(json.dumps(captured["ext_modules"][0].extra_compile_args))
-"""
 MULTIPLY_ADD = "{prefix} double multiply_add(double a, double b, double c) {{ return a * b + c; }}"
 
 
 @pytest.fixture(scope="module")
 def build_flags(tmp_path_factory):
-    """The per-compiler flags setup.py gives the extension here (CUDA built whenever it can be),
-    from a copy of setup.py and what it reads, so that nothing of the tree is rewritten."""
-    copy = tmp_path_factory.mktemp("setup")
-    (copy / "gelu_ext").mkdir()
-    for name in ("setup.py", "README.md", "gelu_ext/_version.py"):
-        (copy / name).write_text((ROOT / name).read_text())
-    env = {k: v for k, v in os.environ.items() if k != "GELU_EXT_CUDA"}
-    result = subprocess.run([sys.executable, "-c", CAPTURE_BUILD_FLAGS], cwd=copy, env=env,
-                            capture_output=True, text=True)
-    assert result.returncode == 0, f"setup.py failed:\n{result.stderr}"
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    """The per-compiler flags setup.py gives the extension here (CUDA built whenever it can be)."""
+    code, output, arguments = run_setup(tmp_path_factory.mktemp("setup"))
+    assert code == 0, f"setup.py failed:\n{output}"
+    return arguments
 
 
 def test_host_code_is_built_without_implicit_fma(build_flags, tmp_path):
@@ -223,10 +221,12 @@ def test_device_code_is_built_with_fmad_false(build_flags, tmp_path):
 
 def test_cuda_source_compiles_as_the_build_compiles_it(build_flags, tmp_path):
     """gelu_cuda.cu through nvcc's host and device passes with the build's flags, for one
-    architecture: the cubins above come from the device pass alone, which cannot see what only the
-    host pass rejects."""
+    architecture: compiled cubins come from the device pass alone, which cannot see what only the
+    host pass rejects. A library built with the CUDA backend went through both."""
     if "nvcc" not in build_flags:
         pytest.skip("setup.py builds no CUDA backend here")
+    if library_with_cuda_kernels():
+        pytest.skip("gelu_ext's library was built with its CUDA backend: nvcc compiled this source")
     try:
         nvcc = sass_report.find_tool("nvcc")
     except SystemExit as missing:
