@@ -79,51 +79,86 @@ GELU_HD void narrow_outside_core(F x, Bounded<F>& f, Bounded<F>& d1) {
   d1.error = select(outside, inf, d1.error);
 }
 
-// exact: as exact_forward / exact_derivative, with t^2 split exactly so that exp sees no
-// rounding error in its argument.
+// The exact form's pieces at t = |x|, shared by its forward and derivatives: E = exp(-t^2/2)
+// with t^2 split exactly (t2 + t2_error) so that exp sees no rounding error in its argument,
+// Q(t) = E R(t) and t phi(t).
 template <class F>
-GELU_HD void narrow_exact(F xc, Bounded<F>& f, Bounded<F>& d1) {
-  const F t = fabs(xc);
-  const F t2 = t * t, t2_error = fma(t, t, -t2);
-  F e = narrow_exp(F(-0.5f) * t2);
-  e = fma(e, F(-0.5f) * t2_error, e);
+struct NarrowGaussian {
+  F t2, t2_error, e, upper, density;
+};
+
+template <class F>
+GELU_HD NarrowGaussian<F> narrow_gaussian(F t) {
+  NarrowGaussian<F> g;
+  g.t2 = t * t;
+  g.t2_error = fma(t, t, -g.t2);
+  g.e = narrow_exp(F(-0.5f) * g.t2);
+  g.e = fma(g.e, F(-0.5f) * g.t2_error, g.e);
   const F r = narrow_upper_tail(t);
-  const F upper = e * r;                          // Q(t)
-  const F density = e * t * F(0.3989422917366028f);  // t phi(t)
-  const auto negative = xc < F(0.0f);
-  f.value = xc * select(negative, upper, F(1.0f) - upper);
-  f.error = fma(fabs(f.value), F(kNarrowRelativeError), F(kNarrowAbsoluteError));
-  const F lower = upper - density;                // f' for x < 0; 1 - f' for x > 0
-  d1.value = select(negative, lower, F(1.0f) - lower);
-  d1.error = (upper + density) * F(kNarrowRelativeError) + fabs(d1.value) * F(kNarrowProductError);
+  g.upper = g.e * r;                                 // Q(t)
+  g.density = g.e * t * F(0.3989422917366028f);      // t phi(t)
+  return g;
 }
 
-// tanh and sigmoid: s = x w(x) carried as s_hi + s_lo, so that exp(-|s|) sees its argument to
-// far below an ulp: its relative error would otherwise be |s| 2^-24.
+// f' of the exact form from its pieces: Q(t) - t phi(t) for x < 0, 1 minus that for x > 0.
+template <class F>
+GELU_HD Bounded<F> narrow_exact_derivative(F x, const NarrowGaussian<F>& g) {
+  const F lower = g.upper - g.density;
+  const F value = select(x < F(0.0f), lower, F(1.0f) - lower);
+  return Bounded<F>{value, (g.upper + g.density) * F(kNarrowRelativeError) +
+                               fabs(value) * F(kNarrowProductError)};
+}
+
+// exact: as exact_forward / exact_derivative.
+template <class F>
+GELU_HD void narrow_exact(F xc, Bounded<F>& f, Bounded<F>& d1) {
+  const NarrowGaussian<F> g = narrow_gaussian(fabs(xc));
+  f.value = xc * select(xc < F(0.0f), g.upper, F(1.0f) - g.upper);
+  f.error = fma(fabs(f.value), F(kNarrowRelativeError), F(kNarrowAbsoluteError));
+  d1 = narrow_exact_derivative(xc, g);
+}
+
+// The logistic forms' pieces at x, shared by their forward and derivatives: s = x w(x) carried
+// as s_hi + s_lo, so that exp(-|s|) sees its argument to far below an ulp (its relative error
+// would otherwise be |s| 2^-24); e = exp(-|s|), inv = 1/(1 + e), small = e inv, p = sigma(s)
+// (inv for s >= 0, small below), ds = s'(x) and the slope x s' p q of f' = p + slope.
+template <class F>
+struct NarrowLogistic {
+  F s_hi, e, inv, small, p, ds, slope;
+};
+
 template <Approximate A, class F>
-GELU_HD void narrow_logistic(F xc, Bounded<F>& f, Bounded<F>& d1) {
+GELU_HD NarrowLogistic<F> narrow_logistic_pieces(F x) {
+  NarrowLogistic<F> g;
   DD<F> w;
-  F ds;
   if (A == Approximate::kTanh) {
-    const F x2 = xc * xc, x2_lo = fma(xc, xc, -x2);
+    const F x2 = x * x, x2_lo = fma(x, x, -x2);
     w = tanh_polynomial_pair(kTanhC1Hi, kTanhC1Lo, kTanhC3Hi, kTanhC3Lo, x2, x2_lo);
-    ds = fma(F(3.0f * kTanhC3Hi), x2, F(kTanhC1Hi));
+    g.ds = fma(F(3.0f * kTanhC3Hi), x2, F(kTanhC1Hi));
   } else {
     w = DD<F>{F(kSigmoidFloatHi), F(kSigmoidFloatLo)};
-    ds = F(kSigmoidFloatHi);
+    g.ds = F(kSigmoidFloatHi);
   }
-  const F s_hi = xc * w.hi, s_lo = fma(xc, w.hi, -s_hi) + xc * w.lo;
-  const auto nonnegative = s_hi >= F(0.0f);
-  F e = narrow_exp(-fabs(s_hi));                    // exp(-|s|) = exp(-|s_hi|) (1 -+ s_lo)
-  e = fma(e, select(nonnegative, -s_lo, s_lo), e);
-  const F inv = approximate_reciprocal(F(1.0f) + e);
-  const F small = e * inv;
-  const F p = select(nonnegative, inv, small);
-  f.value = xc * p;
+  g.s_hi = x * w.hi;
+  const F s_lo = fma(x, w.hi, -g.s_hi) + x * w.lo;
+  const auto nonnegative = g.s_hi >= F(0.0f);
+  g.e = narrow_exp(-fabs(g.s_hi));                   // exp(-|s|) = exp(-|s_hi|) (1 -+ s_lo)
+  g.e = fma(g.e, select(nonnegative, -s_lo, s_lo), g.e);
+  g.inv = approximate_reciprocal(F(1.0f) + g.e);
+  g.small = g.e * g.inv;
+  g.p = select(nonnegative, g.inv, g.small);
+  g.slope = x * g.ds * g.small * g.inv;
+  return g;
+}
+
+// tanh and sigmoid.
+template <Approximate A, class F>
+GELU_HD void narrow_logistic(F xc, Bounded<F>& f, Bounded<F>& d1) {
+  const NarrowLogistic<F> g = narrow_logistic_pieces<A>(xc);
+  f.value = xc * g.p;
   f.error = fma(fabs(f.value), F(kNarrowRelativeError), F(kNarrowAbsoluteError));
-  const F slope = xc * ds * small * inv;            // x s' p q
-  d1.value = p + slope;
-  d1.error = (p + fabs(slope)) * F(kNarrowRelativeError);
+  d1.value = g.p + g.slope;
+  d1.error = (g.p + fabs(g.slope)) * F(kNarrowRelativeError);
 }
 
 template <Approximate A, class F>
@@ -150,42 +185,18 @@ template <Approximate A, class F>
 GELU_HD void narrow_derivatives(F x, Bounded<F>& d1, Bounded<F>& d2) {
   const auto outside = fabs(x) > F(narrow_core<A>());
   if (A == Approximate::kNone) {
-    const F t = fabs(x);
-    const F t2 = t * t, t2_error = fma(t, t, -t2);
-    F e = narrow_exp(F(-0.5f) * t2);
-    e = fma(e, F(-0.5f) * t2_error, e);
-    const F r = narrow_upper_tail(t);
-    const F upper = e * r;                                  // Q(t)
-    const F density = e * t * F(0.3989422917366028f);      // t phi(t)
-    const F lower = upper - density;
-    d1.value = select(x < F(0.0f), lower, F(1.0f) - lower);
-    d1.error = (upper + density) * F(kNarrowRelativeError) + fabs(d1.value) * F(kNarrowProductError);
-    const F phi = e * F(0.3989422917366028f);
-    d2.value = phi * ((F(2.0f) - t2) - t2_error);
-    d2.error = phi * (F(2.0f) + t2) * F(kNarrowSecondRelativeError);
+    const NarrowGaussian<F> g = narrow_gaussian(fabs(x));
+    d1 = narrow_exact_derivative(x, g);
+    const F phi = g.e * F(0.3989422917366028f);
+    d2.value = phi * ((F(2.0f) - g.t2) - g.t2_error);
+    d2.error = phi * (F(2.0f) + g.t2) * F(kNarrowSecondRelativeError);
   } else {
-    DD<F> w;
-    F ds;
-    if (A == Approximate::kTanh) {
-      const F x2 = x * x, x2_lo = fma(x, x, -x2);
-      w = tanh_polynomial_pair(kTanhC1Hi, kTanhC1Lo, kTanhC3Hi, kTanhC3Lo, x2, x2_lo);
-      ds = fma(F(3.0f * kTanhC3Hi), x2, F(kTanhC1Hi));
-    } else {
-      w = DD<F>{F(kSigmoidFloatHi), F(kSigmoidFloatLo)};
-      ds = F(kSigmoidFloatHi);
-    }
-    const F s_hi = x * w.hi, s_lo = fma(x, w.hi, -s_hi) + x * w.lo;
-    const auto nonnegative = s_hi >= F(0.0f);
-    F e = narrow_exp(-fabs(s_hi));
-    e = fma(e, select(nonnegative, -s_lo, s_lo), e);
-    const F inv = approximate_reciprocal(F(1.0f) + e);
-    const F small = e * inv;
-    const F p = select(nonnegative, inv, small);
-    const F slope = x * ds * small * inv;                   // x s' p q
-    d1.value = p + slope;
-    d1.error = (p + fabs(slope)) * F(kNarrowRelativeError);
-    const F pq = small * inv;
-    const F q_minus_p = (F(1.0f) - e) * select(nonnegative, -inv, inv);
+    const NarrowLogistic<F> g = narrow_logistic_pieces<A>(x);
+    d1.value = g.p + g.slope;
+    d1.error = (g.p + fabs(g.slope)) * F(kNarrowRelativeError);
+    const F e = g.e, inv = g.inv, ds = g.ds;
+    const F pq = g.small * inv;
+    const F q_minus_p = (F(1.0f) - e) * select(g.s_hi >= F(0.0f), -inv, inv);
     const F d2s = A == Approximate::kTanh ? F(kTanh6C3Float) * x : F(0.0f);
     const F ds2 = ds * ds;
     const F c = fma(x, fma(q_minus_p, ds2, d2s), ds + ds);
