@@ -30,24 +30,14 @@
 #include <thread>
 #include <vector>
 
+#include "checking.h"
 #include "gelu_math.h"
 
 using namespace gelu_ext;
 using namespace gelu_ext::math;
+using namespace gelu_ext::tools;
 
 namespace {
-
-constexpr int kThreads = 2;
-
-const char* variant_name(Approximate a) {
-  return a == Approximate::kNone ? "none" : a == Approximate::kTanh ? "tanh" : "sigmoid";
-}
-
-float from_bits(uint32_t u) {
-  float x;
-  memcpy(&x, &u, 4);
-  return x;
-}
 
 // The spacing of float32 at |r| (the subnormal spacing below 2^-126).
 double ulp32(double r) {
@@ -136,41 +126,35 @@ template <Approximate A>
 void check_functions(uint64_t step) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Stat> f(kThreads), d1(kThreads), d2(kThreads);
-  std::vector<std::thread> pool;
-  for (int id = 0; id < kThreads; ++id) {
-    pool.emplace_back([&, id] {
-      for (uint64_t b = uint64_t(id) * step; b < (uint64_t(1) << 32); b += kThreads * step) {
-        const float x = from_bits(uint32_t(b));
-        float y[1], dd[2];
-        const float in_f[1] = {x}, in_dd[3] = {1.0f, 1.0f, x};
-        F32ViaF32Pass<Pass::kForward, A>::apply(in_f, y);
-        F32ViaF32Pass<Pass::kDoubleBackward, A>::apply(in_dd, dd);
-        if (x != x) {  // NaN in, NaN out
-          const double e = (y[0] != y[0] && dd[0] != dd[0] && dd[1] != dd[1]) ? 0.0 : INFINITY;
-          f[id].see(e, x, 1), d1[id].see(e, x, 1), d2[id].see(e, x, 1);
-          continue;
-        }
-        // Screened against the double path (relative error 2^-32: 1/256 ulp); the double-double
-        // path decides wherever an error may exceed 0.45 ulp.
-        const Derivatives<double> c = f32_via_f64<A, kNeedF | kNeedD1 | kNeedD2>(double(x));
-        const Scales s = term_scales(x, A);
-        double ef = ulp_error(y[0], c.f, 0, float(c.f));
-        double e1 = ulp_error(dd[0], c.d1, s.d1, float(c.d1));
-        double e2 = ulp_error(dd[1], c.d2, s.d2, float(c.d2));
-        Derivatives<double> r = c;
-        if (ef > 0.45 || e1 > 0.45 || e2 > 0.45) {
-          r = f64_double_double<A, kNeedF | kNeedD1 | kNeedD2>(double(x));
-          ef = ulp_error(y[0], r.f, 0, float(c.f));
-          e1 = ulp_error(dd[0], r.d1, s.d1, float(c.d1));
-          e2 = ulp_error(dd[1], r.d2, s.d2, float(c.d2));
-        }
-        f[id].see(ef, x, r.f);
-        d1[id].see(e1, x, r.d1);
-        d2[id].see(e2, x, r.d2);
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
+  sweep(0, uint64_t(1) << 32, step, [&](uint64_t b, int id) {
+    const float x = from_bits(uint32_t(b));
+    float y[1], dd[2];
+    const float in_f[1] = {x}, in_dd[3] = {1.0f, 1.0f, x};
+    F32ViaF32Pass<Pass::kForward, A>::apply(in_f, y);
+    F32ViaF32Pass<Pass::kDoubleBackward, A>::apply(in_dd, dd);
+    if (x != x) {  // NaN in, NaN out
+      const double e = (y[0] != y[0] && dd[0] != dd[0] && dd[1] != dd[1]) ? 0.0 : INFINITY;
+      f[id].see(e, x, 1), d1[id].see(e, x, 1), d2[id].see(e, x, 1);
+      return;
+    }
+    // Screened against the double path (relative error 2^-32: 1/256 ulp); the double-double
+    // path decides wherever an error may exceed 0.45 ulp.
+    const Derivatives<double> c = f32_via_f64<A, kNeedF | kNeedD1 | kNeedD2>(double(x));
+    const Scales s = term_scales(x, A);
+    double ef = ulp_error(y[0], c.f, 0, float(c.f));
+    double e1 = ulp_error(dd[0], c.d1, s.d1, float(c.d1));
+    double e2 = ulp_error(dd[1], c.d2, s.d2, float(c.d2));
+    Derivatives<double> r = c;
+    if (ef > 0.45 || e1 > 0.45 || e2 > 0.45) {
+      r = f64_double_double<A, kNeedF | kNeedD1 | kNeedD2>(double(x));
+      ef = ulp_error(y[0], r.f, 0, float(c.f));
+      e1 = ulp_error(dd[0], r.d1, s.d1, float(c.d1));
+      e2 = ulp_error(dd[1], r.d2, s.d2, float(c.d2));
+    }
+    f[id].see(ef, x, r.f);
+    d1[id].see(e1, x, r.d1);
+    d2[id].see(e2, x, r.d2);
+  });
   for (int id = 1; id < kThreads; ++id) f[0].merge(f[id]), d1[0].merge(d1[id]), d2[0].merge(d2[id]);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

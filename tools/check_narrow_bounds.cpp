@@ -24,39 +24,14 @@
 #include <thread>
 #include <vector>
 
+#include "checking.h"
 #include "exact_reference.h"
 #include "gelu_math.h"
 
 using namespace gelu_ext;
-using ld = long double;
+using namespace gelu_ext::tools;
 
 namespace {
-
-constexpr int kThreads = 2;
-
-const char* variant_name(Approximate a) {
-  return a == Approximate::kNone ? "none" : a == Approximate::kTanh ? "tanh" : "sigmoid";
-}
-
-// Calls visit(x, thread) for the floats of both signs whose magnitude bits are first,
-// first + step, ... below end, split among kThreads threads.
-template <class Visit>
-void for_each_float(uint64_t first, uint64_t end, uint64_t step, Visit visit) {
-  std::vector<std::thread> pool;
-  for (int id = 0; id < kThreads; ++id) {
-    pool.emplace_back([&, id] {
-      for (uint64_t b = first + id * step; b < end; b += kThreads * step) {
-        for (int sign = 0; sign < 2; ++sign) {
-          const uint32_t bits = static_cast<uint32_t>(b) | (sign ? 0x80000000u : 0u);
-          float x;
-          memcpy(&x, &bits, 4);
-          visit(x, id);
-        }
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
-}
 
 // The largest error/bound ratio seen, and where; one per thread, then the largest of those.
 struct Worst {
@@ -75,8 +50,7 @@ Worst largest(const std::vector<Worst>& per_thread) {
 template <Approximate A>
 void check(uint64_t step) {
   const float core = math::narrow_core<A>();
-  uint32_t top;
-  memcpy(&top, &core, 4);
+  const uint32_t top = bits_of(core);
   std::vector<Worst> worst_f(kThreads), worst_d(kThreads);
   std::vector<double> rel_f(kThreads);
   for_each_float(0, uint64_t(top) + 1, step, [&](float x, int id) {
@@ -175,23 +149,13 @@ void check_gpu(uint64_t step) {
     }
   };
   if (kArgBits == 24) {
-    uint32_t top;
-    memcpy(&top, &core, 4);
-    for_each_float(0, uint64_t(top) + 1, step, visit);
+    for_each_float(0, uint64_t(bits_of(core)) + 1, step, visit);
   } else {
     // Every 16-bit value: the float16 or bfloat16 bit patterns of one sign (both signs below).
     for_each_float(0, 0x8000, 1, [&](float bits_as_float, int id) {
-      uint32_t b;
-      memcpy(&b, &bits_as_float, 4);
+      const uint32_t b = bits_of(bits_as_float);
       const uint16_t h = static_cast<uint16_t>((b & 0x7FFF) | ((b >> 16) & 0x8000));
-      float x;
-      if (kArgBits == 8) {
-        const uint32_t wide = uint32_t(h) << 16;
-        memcpy(&x, &wide, 4);
-      } else {
-        x = from_float16(h);
-      }
-      visit(x, id);
+      visit(kArgBits == 8 ? from_bits(uint32_t(h) << 16) : from_float16(h), id);
     });
   }
   printf("gpu %-8s %-8s arguments:", variant_name(A), kind);

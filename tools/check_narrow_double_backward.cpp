@@ -28,29 +28,14 @@
 #include <thread>
 #include <vector>
 
+#include "checking.h"
 #include "gelu_math.h"
 
 using namespace gelu_ext;
 using namespace gelu_ext::math;
+using namespace gelu_ext::tools;
 
 namespace {
-
-constexpr int kThreads = 2;
-
-const char* variant_name(Approximate a) {
-  return a == Approximate::kNone ? "none" : a == Approximate::kTanh ? "tanh" : "sigmoid";
-}
-
-float from_bits(uint32_t u) {
-  float x;
-  memcpy(&x, &u, 4);
-  return x;
-}
-uint32_t bits_of(float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  return u;
-}
 
 // The 16-bit formats: their bits from a float rounded to nearest even, and back.
 struct BFloat16 {
@@ -98,26 +83,17 @@ void check_bounds(uint64_t step) {
   std::vector<double> worst2(kThreads), worst1(kThreads);
   std::vector<float> at2(kThreads);
   std::atomic<uint64_t> mismatches{0};
-  std::vector<std::thread> pool;
-  for (int id = 0; id < kThreads; ++id) {
-    pool.emplace_back([&, id] {
-      for (uint64_t b = id * step; b <= top; b += kThreads * step) {
-        for (int sign = 0; sign < 2; ++sign) {
-          const float x = from_bits(uint32_t(b) | (sign ? 0x80000000u : 0u));
-          Bounded<float> d1, d2, f, e1;
-          narrow_derivatives<A>(x, d1, d2);
-          narrow_value_and_derivative<A>(x, f, e1);
-          if (bits_of(d1.value) != bits_of(e1.value) || bits_of(d1.error) != bits_of(e1.error))
-            ++mismatches;
-          const Derivatives<double> r = f64_double_double<A, kNeedD1 | kNeedD2>(double(x));
-          const double ratio = fabs(double(d2.value) - r.d2) / double(d2.error);
-          if (ratio > worst2[id]) worst2[id] = ratio, at2[id] = x;
-          worst1[id] = fmax(worst1[id], fabs(double(d1.value) - r.d1) / double(d1.error));
-        }
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
+  for_each_float(0, top + 1, step, [&](float x, int id) {
+    Bounded<float> d1, d2, f, e1;
+    narrow_derivatives<A>(x, d1, d2);
+    narrow_value_and_derivative<A>(x, f, e1);
+    if (bits_of(d1.value) != bits_of(e1.value) || bits_of(d1.error) != bits_of(e1.error))
+      ++mismatches;
+    const Derivatives<double> r = f64_double_double<A, kNeedD1 | kNeedD2>(double(x));
+    const double ratio = fabs(double(d2.value) - r.d2) / double(d2.error);
+    if (ratio > worst2[id]) worst2[id] = ratio, at2[id] = x;
+    worst1[id] = fmax(worst1[id], fabs(double(d1.value) - r.d1) / double(d1.error));
+  });
   double w2 = 0, w1 = 0;
   float x2 = 0;
   for (int id = 0; id < kThreads; ++id) {
