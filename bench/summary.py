@@ -5,6 +5,7 @@ composition for the fused ops) of each form, as the range over the sizes measure
     python bench/summary.py bench/results/bench_cpu_amd-epyc-family-25-model-17_avx512.md
     python bench/summary.py A.md B.md --labels default steady   # side by side, one column each
     python bench/summary.py A.md B.md --labels AVX-512 AVX2 --plot docs/speed_cpu.png
+    python bench/summary.py A.md B.md --forms none tanh --dtypes float32 bfloat16   # some rows
 """
 
 import argparse
@@ -36,12 +37,14 @@ def machine_line(path):
     return path
 
 
-def speedups(path, column="vs eager"):
-    """{(op, pass, dtype, form): [speed-up at each size]}."""
+def speedups(path, column="vs eager", forms=None, dtypes=None):
+    """{(op, pass, dtype, form): [speed-up at each size]}, of the forms and dtypes named (all
+    where None)."""
     found = defaultdict(list)
     for row in read_rows(path):
         key = (row["op"], row["pass"], row["dtype"], row["variant"])
-        found[key].append(float(re.sub(r"x$", "", row[column])))
+        if (forms is None or key[3] in forms) and (dtypes is None or key[2] in dtypes):
+            found[key].append(float(re.sub(r"x$", "", row[column])))
     return found
 
 
@@ -50,8 +53,8 @@ def span(values):
     return f"{low:.2f}" if abs(high - low) < 0.005 else f"{low:.2f}–{high:.2f}"
 
 
-def table(paths, labels, column):
-    data = [speedups(p, column) for p in paths]
+def table(data, labels):
+    """The markdown table of speedups() of each file, a column per form and file."""
     keys = list(dict.fromkeys(k for d in data for k in d))
     forms = list(dict.fromkeys(k[3] for k in keys))
     rows = list(dict.fromkeys(k[:3] for k in keys))
@@ -64,7 +67,7 @@ def table(paths, labels, column):
     return "\n".join(lines)
 
 
-def plot(paths, labels, column, path):
+def plot(data, labels, column, path):
     """One bar per op, pass, dtype and form: the median speed-up over the sizes, per file."""
     import statistics
 
@@ -72,10 +75,9 @@ def plot(paths, labels, column, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    data = [speedups(p, column) for p in paths]
     keys = list(dict.fromkeys(k for d in data for k in d))
-    fig, ax = plt.subplots(figsize=(8, 0.22 * len(keys) * len(paths) + 1.2))
-    height = 0.8 / len(paths)
+    fig, ax = plt.subplots(figsize=(8, 0.22 * len(keys) * len(data) + 1.2))
+    height = 0.8 / len(data)
     for n, (d, label) in enumerate(zip(data, labels)):
         values = [statistics.median(d[k]) if k in d else 0.0 for k in keys]
         # Bars from 1 (as fast as F.gelu), to the left where gelu_ext is slower.
@@ -101,14 +103,19 @@ def main():
     parser.add_argument("--labels", nargs="+", help="a column label per file")
     parser.add_argument("--column", default="vs eager", choices=["vs eager", "vs compile"])
     parser.add_argument("--plot", metavar="PNG", help="also draw the speed-ups as bars")
+    parser.add_argument("--forms", nargs="+", help="only these forms (none, tanh, sigmoid)")
+    parser.add_argument("--dtypes", nargs="+", help="only these dtypes (float32, ...)")
     args = parser.parse_args()
     labels = args.labels or ([""] if len(args.paths) == 1 else
                              [machine_line(p) for p in args.paths])
     if len(labels) != len(args.paths):
         parser.error(f"{len(args.paths)} files but {len(labels)} labels")
-    print(table(args.paths, labels, args.column))
+    data = [speedups(p, args.column, args.forms, args.dtypes) for p in args.paths]
+    if not any(data):
+        parser.error("no results of the forms and dtypes named")
+    print(table(data, labels))
     if args.plot:
-        plot(args.paths, labels, args.column, args.plot)
+        plot(data, labels, args.column, args.plot)
 
 
 if __name__ == "__main__":
