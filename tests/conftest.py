@@ -64,6 +64,21 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a GPU and gelu_ext's CUDA backend")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The modules that build native libraries (start_native_builds) start their builds now, in
+    the background, and run last: the compiler works while the other tests run."""
+    building = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        if hasattr(module, "start_native_builds") and not any(
+                mark.name == "skipif" and mark.args and mark.args[0]
+                for mark in item.iter_markers()):
+            building.setdefault(module, set()).update(item.fixturenames)
+    for module, fixtures in building.items():
+        module.start_native_builds(fixtures)
+    items.sort(key=lambda item: item.module in building)  # stable: the order otherwise kept
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("cuda") and torch.cuda.is_available() and not CUDA_BUILT:
         pytest.fail("a CUDA GPU is visible but gelu_ext was built without its CUDA backend "

@@ -37,12 +37,12 @@ TARGET_HOST = '#pragma GCC target("avx2,fma,f16c")'
 
 def build_inputs():
     """The files the build reads."""
-    return [*(ROOT / "csrc").glob("*.h"), *(ROOT / "csrc" / "cpu").glob("*"),
+    return [*(ROOT / "csrc").rglob("*.h"), *(ROOT / "csrc" / "cpu").glob("*"),
             *(ROOT / "tests" / "avx512_emulation").glob("*")]
 
 
-@pytest.fixture(scope="module")
-def emulated():
+def emulated_library(wait=True):
+    """The AVX-512 kernels built for the host with the stand-in (wait=False: only start)."""
     source = (ROOT / "csrc" / "cpu" / "kernels_avx512.cpp").read_text()
     assert source.count(TARGET_AVX512) == 1, (
         "kernels_avx512.cpp no longer has the target pragma this test rewrites: update "
@@ -53,13 +53,24 @@ def emulated():
              "-include", str(ROOT / "tests" / "avx512_emulation" / "avx512_stand_in.h"),
              "-I", str(ROOT / "csrc" / "cpu")]
     copy = "kernels_avx512_host.cpp"
-    lib = cached_library(
+    return cached_library(
         "avx512_emulation", CXX, flags, build_inputs(),
         {copy: source.replace(TARGET_AVX512, TARGET_HOST)},
         lambda folder: [f'-DGELU_AVX512_SOURCE="{folder / copy}"',
                         str(ROOT / "tests" / "avx512_emulation" / "driver.cpp"),
                         "-o", str(folder / "library.so")],
-        "the emulated AVX-512 kernels")
+        "the emulated AVX-512 kernels", wait)
+
+
+def start_native_builds(fixtures):
+    """Called by conftest.py as the run begins, with the fixtures the selected tests use."""
+    if "emulated" in fixtures:
+        emulated_library(wait=False)
+
+
+@pytest.fixture(scope="module")
+def emulated():
+    lib = emulated_library()
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     lib.emulated_run_loop.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                       ctypes.POINTER(pointer), ctypes.POINTER(i64), i64, i64]
