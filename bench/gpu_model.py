@@ -137,8 +137,8 @@ def measured_fallback(sigma):
     rates = {}
     with open(base + ".tsv") as f:
         for line in f:
-            pass_name, variant, dtype, element, warp = line.rstrip("\n").split("\t")
-            rates[(pass_name, variant, dtype)] = (float(element), float(warp))
+            pass_name, variant, dtype, *shares = line.rstrip("\n").split("\t")
+            rates[(pass_name, variant, dtype)] = tuple(float(v) for v in shares)
     return rates
 
 
@@ -159,17 +159,28 @@ def standin_counts(cubin):
     return out
 
 
-def gelu_ext_counts(cubin, registers, fallback):
+def float_path_first(arch, pass_name):
+    """route.h's float_path_first for 16-bit data: the forward where FP64 is slow
+    (has_slow_fp64)."""
+    number = int(arch[3:])
+    return pass_name == "forward" and (number in (75, 86, 87, 89) or number >= 120)
+
+
+def gelu_ext_counts(cubin, registers, fallback, arch):
     """{(pass, variant, dtype): counts} of gelu_ext's kernels that run on contiguous data; 16-bit
-    kernels include their narrow path's fallback at the share of warps that run it (fallback:
-    {(pass, variant, dtype): (share of elements, share of warps)})."""
+    kernels include their narrow path's fallback at the share of warps that run it, and its double
+    path at the share that reaches it (fallback: {(pass, variant, dtype): (share of elements,
+    share of warps, the same two of the double path where the float path goes first)})."""
     out = {}
     for k in sass_report.kernel_counts(cubin, registers):
         counts = dict(k["per_element"])
         key = (k["pass_name"], k["variant"], k["dtype"])
         if key in fallback:
+            share = fallback[key][1]
+            double_share = fallback[key][3] if float_path_first(arch, key[0]) else share
             for pipe, n in k["rare"].items():
-                counts[pipe] += fallback[key][1] * n
+                double = k["rare_double"][pipe]
+                counts[pipe] += share * (n - double) + double_share * double
         counts.update(wide=k["wide"], local=k["local"], registers=k["registers"])
         out[key] = counts
     return out
@@ -185,7 +196,7 @@ def compile_all(archs, jobs, fallback):
     result = {}
     for i, arch in enumerate(archs):
         (ext_cubin, ext_regs), (standin_cubin, _) = built[2 * i], built[2 * i + 1]
-        result[arch] = (gelu_ext_counts(ext_cubin, ext_regs, fallback),
+        result[arch] = (gelu_ext_counts(ext_cubin, ext_regs, fallback, arch),
                         standin_counts(standin_cubin))
     return result
 
@@ -323,8 +334,9 @@ def preamble(gpus, fallback_text):
     return ("Model: each kernel runs at the pace of its slowest resource, memory at "
             f"{MEMORY_EFFICIENCY:.0%} of the datasheet bandwidth or a pipe at its lanes per SM "
             "and clock (below; sources in bench/gpu_model.py). Counts are per element of each "
-            "main loop's common path, plus the 16-bit narrow path's double-path fallback at the "
-            f"share of warps that run it ({fallback_text}). Kernels: gelu_ext's contiguous "
+            "main loop's common path, plus the 16-bit narrow path's fallback at the share of warps "
+            "that run it, and its double path, where the forward's float path goes first, at the "
+            f"share that reaches it ({fallback_text}). Kernels: gelu_ext's contiguous "
             "kernels, and the rows kernels of the fused ops; F.gelu: bench/fgelu_standin.cu.\n\n"
             + "\n".join(lines))
 
@@ -335,10 +347,19 @@ def fallback_report(fallback, dtypes):
         if dtype not in dtypes:
             continue
         for pass_name in PASSES + FUSED:
-            rows.append([dtype, pass_name] + [
-                f"{fallback[(pass_name, v, dtype)][0]:.3%} / {fallback[(pass_name, v, dtype)][1]:.1%}"
-                for v in VARIANTS])
-    return ("### 16-bit narrow path: elements / warps that take the double-path fallback\n\n"
+            cells = []
+            for v in VARIANTS:
+                element, warp, double_element, double_warp = fallback[(pass_name, v, dtype)]
+                cell = f"{element:.3%} / {warp:.1%}"
+                if float_path_first("sm_86", pass_name):
+                    cell += f"; double path {double_element:.4%} / {double_warp:.2%}"
+                cells.append(cell)
+            rows.append([dtype, pass_name] + cells)
+    return ("### 16-bit narrow path: elements / warps that take its fallback\n\n"
+            "Where FP64 is slow (compute capability 7.5, 8.6 to 8.9, 12.x), the forward's fallback "
+            "is the float path, and only the elements it leaves go on to the double path: their "
+            "shares follow \"double path\". Elsewhere, and in the other passes, the fallback is the "
+            "double path.\n\n"
             + table(["dtype", "pass"] + list(VARIANTS), rows))
 
 
@@ -382,7 +403,7 @@ def main():
                          ", in the last table")
     else:
         keys = [(p, v, d) for p in PASSES + FUSED for v in VARIANTS for d in ("bfloat16", "float16")]
-        fallback = {k: (args.fallback_rate, warp_fallback(args.fallback_rate)) for k in keys}
+        fallback = {k: (args.fallback_rate, warp_fallback(args.fallback_rate)) * 2 for k in keys}
         fallback_text = f"one element in {1 / args.fallback_rate:.0f} for every pass"
     counts = compile_all(archs, args.jobs, fallback)
     text = (preamble(gpus, fallback_text) + "\n\n" + report(gpus, dtypes, counts) + "\n\n"

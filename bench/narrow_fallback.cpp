@@ -3,7 +3,9 @@
 // normally distributed operands, per pass, form and dtype; with -DGELU_DEVICE_FORMS, the GPU's
 // forms and test (their approximate instructions' stand-ins err by the documented maximum), else
 // the CPU's (value - bound and value + bound round to the same 16-bit value). Prints, per case, the share of elements that fail and the share of warps (32 consecutive
-// elements) with a failing element, which run the fallback on a GPU.
+// elements) with a failing element, which run the fallback on a GPU; then the same two shares
+// for the elements that reach the double path where FP64 is slow (the forward's float-path step
+// settles most of the others there).
 //
 //   g++ -O2 -std=c++17 -mf16c -ffp-contract=off -DGELU_DEVICE_FORMS -I csrc \
 //       bench/narrow_fallback.cpp -o narrow_fallback
@@ -70,6 +72,21 @@ bool settled(const float* in, uint16_t (*round16)(float)) {
 #endif
 }
 
+// Whether the float path's step settles an element the narrow path left: route.h's
+// float_path_first, the 16-bit forward on the GPUs whose FP64 is slow (gelu_cuda.cu's
+// apply_float_path); other passes go straight to the double path.
+template <Pass P, Approximate A, bool kBFloat16>
+bool settled_by_float_path(const float* in) {
+  if constexpr (P != Pass::kForward) {
+    (void)in;
+    return false;
+  } else {
+    float out[1];
+    math::F32ViaF32Pass<P, A>::apply(in, out);
+    return math::float_rounds_surely<kBFloat16, 1>(out[0]);
+  }
+}
+
 template <Pass P, Approximate A, bool kBFloat16>
 void count(long n, float sigma, const char* pass, const char* form) {
   constexpr int kInputs = gelu_ext::pass_rule(P).inputs;
@@ -77,21 +94,27 @@ void count(long n, float sigma, const char* pass, const char* form) {
   auto widen = [](uint16_t h) { return kBFloat16 ? from_bfloat16(h) : from_float16(h); };
   std::mt19937_64 rng(12345);
   std::normal_distribution<float> normal(0.0f, sigma);
-  long failed = 0, warps_failed = 0;
-  bool warp_failed = false;
+  long failed = 0, warps_failed = 0, doubled = 0, warps_doubled = 0;
+  bool warp_failed = false, warp_doubled = false;
   for (long i = 0; i < n; ++i) {
     float in[kInputs];
     for (int k = 0; k < kInputs; ++k) in[k] = widen(round16(normal(rng)));
     const bool ok = settled<P, A, kBFloat16>(in, round16);
+    const bool to_double = !ok && !settled_by_float_path<P, A, kBFloat16>(in);
     failed += !ok;
     warp_failed |= !ok;
+    doubled += to_double;
+    warp_doubled |= to_double;
     if (i % 32 == 31) {
       warps_failed += warp_failed;
-      warp_failed = false;
+      warps_doubled += warp_doubled;
+      warp_failed = warp_doubled = false;
     }
   }
-  std::printf("%s\t%s\t%s\t%.6f\t%.6f\n", pass, form, kBFloat16 ? "bfloat16" : "float16",
-              static_cast<double>(failed) / n, static_cast<double>(warps_failed) / (n / 32));
+  const double warps = static_cast<double>(n / 32);
+  std::printf("%s\t%s\t%s\t%.6f\t%.6f\t%.6f\t%.6f\n", pass, form,
+              kBFloat16 ? "bfloat16" : "float16", static_cast<double>(failed) / n,
+              warps_failed / warps, static_cast<double>(doubled) / n, warps_doubled / warps);
 }
 
 template <Pass P, bool kBFloat16>

@@ -214,6 +214,27 @@ def split_cold(body):
             [ins for j, ins in enumerate(body) if j in cold])
 
 
+def double_fallback(cold):
+    """The instructions of cold (split_cold's) in the double path's ranges: the smallest ranges
+    that a forward branch jumps over, call a subroutine (the double division's special cases) and
+    hold 10 FP64 instructions or more. Where the 16-bit forward takes the float path first (route.h's
+    float_path_first), these run rarer than the rest of cold."""
+    addresses = [addr for addr, _, _ in cold]
+    ranges = []
+    for i, (addr, op, args) in enumerate(cold):
+        m = re.search(r"0x([0-9a-f]+)", args)
+        if not (op.startswith("BRA") and m and int(m.group(1), 16) > addr):
+            continue
+        target = int(m.group(1), 16)
+        inside = [j for j in range(i + 1, len(cold)) if addresses[j] < target]
+        ops = [cold[j][1].split(".")[0] for j in inside]
+        if any(o == "CALL" for o in ops) and sum(o in PIPES["fp64"] for o in ops) >= 10:
+            ranges.append(set(inside))
+    smallest = [r for r in ranges if not any(o < r for o in ranges)]
+    chosen = set().union(*smallest) if smallest else set()
+    return [ins for j, ins in enumerate(cold) if j in chosen]
+
+
 def hot_path(body):
     return split_cold(body)[0]
 
@@ -273,8 +294,8 @@ def is_shown(kind, pass_name, index):
 
 def kernel_counts(cubin, registers=None, everything=False):
     """Per-element counts of each kernel's main loop, a list of dicts: per_element, those of its
-    common path; rare, those of the code it jumps over (for 16-bit data, mostly the double-path
-    fallback of the narrow path)."""
+    common path; rare, those of the code it jumps over (for 16-bit data, mostly the fallback of
+    the narrow path); rare_double, those of rare's double path (double_fallback)."""
     rows = []
     for name, instructions in kernels(cubin):
         parsed = parse_name(name)
@@ -290,6 +311,8 @@ def kernel_counts(cubin, registers=None, everything=False):
                          size=size, index=index,
                          per_element={k: v / elements for k, v in pipe_counts(hot).items()},
                          rare={k: v / elements for k, v in pipe_counts(cold).items()},
+                         rare_double={k: v / elements
+                                      for k, v in pipe_counts(double_fallback(cold)).items()},
                          loads=loads, stores=stores, wide=moves_16_bytes(hot),
                          local=local_memory(instructions), registers=(registers or {}).get(name)))
     return rows

@@ -70,9 +70,9 @@ def build_inputs():
                    *(ROOT / "tests" / "cuda_emulation").rglob("*.*")})
 
 
-def emulated_build(arch):
+def emulated_build(arch, wait=True):
     """The kernels with the routes of compute capability arch (900 for 9.0) in
-    csrc/math/route.h."""
+    csrc/math/route.h (wait=False: only start building them)."""
     copy = "gelu_cuda_host.cu"
     lib = cached_library(
         f"cuda_emulation_sm{arch // 10}", CXX, FLAGS + [f"-DGELU_EMULATED_CUDA_ARCH={arch}"],
@@ -80,10 +80,19 @@ def emulated_build(arch):
         lambda folder: [f'-DGELU_CUDA_SOURCE="{folder / copy}"',
                         str(ROOT / "tests" / "cuda_emulation" / "driver.cpp"),
                         "-o", str(folder / "library.so")],
-        f"the emulated CUDA kernels (sm_{arch // 10})")
+        f"the emulated CUDA kernels (sm_{arch // 10})", wait)
+    if not wait:
+        return None
     lib.emulated_take_launches.restype = ctypes.c_int64
     take_launches(lib)  # an empty log for each module's first test
     return lib
+
+
+def start_native_builds(fixtures):
+    """Called by conftest.py as the run begins, with the fixtures the selected tests use."""
+    for fixture, arch in (("emulated", 1000), ("emulated_float_path", 860)):
+        if fixture in fixtures:
+            emulated_build(arch, wait=False)
 
 
 @pytest.fixture(scope="module")
@@ -556,6 +565,28 @@ def test_float_path_within_its_bounds(emulated_float_path, approximate):
                   f"float path f' {approximate}", x, mp_exact(z, approximate, 1))
     assert_within(ddx, d2, s2, FLOAT_PATH_ULPS["f''"], torch.float32,
                   f"float path f'' {approximate}", x, mp_exact(z, approximate, 2))
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_float_path_step_of_the_16_bit_forward(emulated_float_path, dtype, approximate):
+    """Where FP64 is slow, the 16-bit forward redoes the narrow path's leftovers on the float
+    path before the double path (gelu_cuda.cu's apply_float_path), run here on every 16-bit
+    input: each result it calls sure is the correctly rounded one (the CPU kernels', which
+    test_forward.py checks against mpmath), and it calls sure all but about 1 in 1000 of the
+    results that are normal numbers of the type, so that the double path stays rare."""
+    x = all_values(dtype)
+    y = torch.full_like(x, float("nan"))
+    sure = torch.zeros(x.shape, dtype=torch.uint8)
+    emulated_float_path.emulated_float_path_forward(
+        VARIANT_CODES[approximate], DTYPE_CODES[dtype], ctypes.c_void_p(x.data_ptr()),
+        ctypes.c_void_p(y.data_ptr()), ctypes.c_void_p(sure.data_ptr()), ctypes.c_int64(len(x)))
+    expected = ops.gelu(x, approximate)
+    taken = sure.bool()
+    assert_devices_agree(y[taken], expected[taken], 0,
+                         f"float path step, {dtype} forward {approximate}")
+    normal = expected.isfinite() & (expected.abs() >= torch.finfo(dtype).tiny)
+    unsure = (~taken & normal).sum().item()
+    assert unsure <= normal.sum().item() / 1000, f"{unsure} normal results left unsure"
 
 
 @pytest.mark.parametrize("pass_name", PASSES)

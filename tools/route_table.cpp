@@ -31,7 +31,10 @@ const int kCudaArchs[] = {750, 800, 860, 870, 890, 900, 1000, 1030, 1100, 1200, 
 
 std::string paths(Device device, DType dtype, Approximate form, int arch) {
   std::string row;
-  for (Pass pass : kPasses) row += std::string(" | ") + path_name(route(device, dtype, pass, form, arch));
+  for (Pass pass : kPasses) {
+    row += std::string(" | ") + path_name(route(device, dtype, pass, form, arch));
+    if (float_path_first(device, dtype, pass, arch)) row += " (leftovers: f32_via_f32 first)";
+  }
   return row;
 }
 

@@ -161,12 +161,37 @@ __device__ __forceinline__ uint32_t apply_narrow_pair(const typename Storage<D>:
   return uint32_t(!sure_first) | uint32_t(!sure_second) << 1;
 }
 
+// The float path for a 16-bit element where route.h's float_path_first says so: stores the
+// rounded results and returns whether they are surely the correctly rounded ones (f32_via_f32's
+// float32 f lies within 0.6 of its units in the last place of f; the caller takes the double
+// path where not).
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ bool apply_float_path(const typename Storage<D>::T (*in)[N],
+                                                 typename Storage<D>::T (*out)[N], int e) {
+  constexpr PassRule kRule = pass_rule(P);
+  using T = typename Storage<D>::T;
+  float a[kRule.inputs], b[kRule.outputs];
+#pragma unroll
+  for (int k = 0; k < kRule.inputs; ++k) a[k] = narrow_input(in[k], e);
+  math::PathPass<NumericPath::kF32ViaF32, P, A>::apply(a, b);
+  bool sure = true;
+#pragma unroll
+  for (int k = 0; k < kRule.outputs; ++k) {
+    out[k][e] = round_to(T(), b[k]);
+    sure &= math::float_rounds_surely<std::is_same<T, __nv_bfloat16>::value, 1>(b[k]);
+  }
+  return sure;
+}
+
 // The path that settles every element (the narrow path's fallback, or the only path).
 template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ void apply_settling(const typename Storage<D>::T (*in)[N],
                                                typename Storage<D>::T (*out)[N], int e) {
   constexpr NumericPath kRoute = kPath<P, A, D>;
   constexpr PassRule kRule = pass_rule(P);
+  if constexpr (float_path_first(Device::kCuda, D, P, kArch)) {
+    if (apply_float_path<P, A, D, N>(in, out, e)) return;
+  }
   if constexpr (kRoute == NumericPath::kF32ViaF32) {  // float in, float out
     float a[kRule.inputs], b[kRule.outputs];
 #pragma unroll

@@ -525,6 +525,21 @@ GELU_HD bool gpu_rounds_surely(float v) {
 }
 #endif  // GELU_DEVICE_FORMS
 
+// Whether a float v within 0.6 unit in its last place of the exact value (the float path's f)
+// rounds to the exact value's 16-bit rounding: no rounding boundary of the type, a float far
+// inside a binade, lies within kUlps units of v, tested on the bits as gpu_rounds_surely does for
+// bfloat16. (Within 0.6 unit, v is on the exact value's side of every boundary unless it is one;
+// kUlps = 1 leaves a margin.) Values below the type's least normal (float16) or float's
+// (bfloat16) are not taken, zeros included.
+template <bool kBFloat16, uint32_t kUlps>
+GELU_HD bool float_rounds_surely(float v) {
+  constexpr int kLowBits = kBFloat16 ? 16 : 13;
+  constexpr uint32_t kMidpoint = 1u << (kLowBits - 1);
+  constexpr float kSmallest = kBFloat16 ? 0x1p-126f : 0x1p-14f;
+  const uint32_t offset = (bit_cast<uint32_t>(v) + (kUlps - kMidpoint)) << (32 - kLowBits);
+  return (offset >= ((2 * kUlps + 1) << (32 - kLowBits))) & (fabsf(v) >= kSmallest);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cubic cells, in place of narrow_value_and_derivative, for the CPU's 16-bit bias passes (their
 // argument x + b is a float, not a 16-bit value, so no table of every input's result serves

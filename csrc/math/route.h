@@ -95,6 +95,16 @@ constexpr NumericPath fallback(NumericPath path) {
   }
 }
 
+// Where FP64 is slow, the 16-bit CUDA forward's elements that narrow16 leaves unsettled go to
+// f32_via_f32 first: its float result, within 0.6 ulp of f over every float input
+// (docs/accuracy.md), settles them unless a 16-bit rounding boundary lies within one unit in its
+// last place (math/narrow16.h's float_rounds_surely), and only the rest to fallback(narrow16).
+// The other passes' f' and products have no bound proven over every input there.
+constexpr bool float_path_first(Device device, DType dtype, Pass pass, int arch) {
+  return device == Device::kCuda && is_16_bit(dtype) && pass == Pass::kForward &&
+         has_slow_fp64(arch);
+}
+
 constexpr const char* path_name(NumericPath path) {
   switch (path) {
     case NumericPath::kF32ViaF64: return "f32_via_f64";

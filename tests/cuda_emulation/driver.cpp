@@ -102,3 +102,34 @@ extern "C" int64_t emulated_take_launches(char* text, int64_t size) {
   }
   return needed;
 }
+
+namespace {
+template <Approximate A, DType D>
+void float_path_forward(const void* x, void* y, uint8_t* sure, int64_t n) {
+  using T = typename gelu_ext::cuda::Storage<D>::T;
+  for (int64_t i = 0; i < n; ++i) {
+    T in[1][1] = {{static_cast<const T*>(x)[i]}}, out[1][1];
+    sure[i] = gelu_ext::cuda::apply_float_path<Pass::kForward, A, D, 1>(in, out, 0);
+    static_cast<T*>(y)[i] = out[0][0];
+  }
+}
+template <DType D>
+void float_path_forward(int approximate, const void* x, void* y, uint8_t* sure, int64_t n) {
+  switch (static_cast<Approximate>(approximate)) {
+    case Approximate::kNone: return float_path_forward<Approximate::kNone, D>(x, y, sure, n);
+    case Approximate::kTanh: return float_path_forward<Approximate::kTanh, D>(x, y, sure, n);
+    case Approximate::kSigmoid: return float_path_forward<Approximate::kSigmoid, D>(x, y, sure, n);
+  }
+}
+}  // namespace
+
+// The 16-bit forward's float-path step (gelu_cuda.cu's apply_float_path, which the kernels run
+// only on the narrow path's leftovers, where FP64 is slow) on each of n 16-bit inputs: its
+// rounded result, and whether it calls that result surely the correctly rounded one.
+extern "C" void emulated_float_path_forward(int approximate, int dtype, const void* x, void* y,
+                                            uint8_t* sure, int64_t n) {
+  if (static_cast<DType>(dtype) == DType::kBFloat16)
+    float_path_forward<DType::kBFloat16>(approximate, x, y, sure, n);
+  else
+    float_path_forward<DType::kFloat16>(approximate, x, y, sure, n);
+}
