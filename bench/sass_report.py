@@ -11,6 +11,7 @@ inline branch are counted, as a warp whose lanes disagree runs both.
 
     python bench/sass_report.py                  # compiles csrc/cuda/gelu_cuda.cu for sm_90
     python bench/sass_report.py --arch sm_86     # another architecture
+    python bench/sass_report.py --define GELU_ROUTE_NO_F64_PAIR   # without a route switch's path
     python bench/sass_report.py --cubin FILE     # or reads a cubin / object / .so
 
 bench/gpu_model.py turns these counts into predicted speeds on named GPUs. Compiled cubins are
@@ -339,11 +340,15 @@ def main():
                         "(by default: the contiguous kernels, and the rows kernels of the fused "
                         "ops, whose bias or halves make them the ones that run)")
     parser.add_argument("--out", help="write the markdown table here too")
+    parser.add_argument("--define", action="append", default=[], metavar="NAME",
+                        help="compile with -DNAME too, such as a route switch of csrc/math/route.h "
+                        "(GELU_ROUTE_NO_F64_PAIR): the counts without a mechanism")
     args = parser.parse_args()
     registers = {}
     cubin = args.cubin
     if cubin is None:
-        cubin, registers = compile_cubin(args.arch)
+        flags = SETUP_NVCC_FLAGS + tuple(f"-D{name}" for name in args.define)
+        cubin, registers = compile_cubin(args.arch, flags=flags)
     header = ["| kernel | pass | variant | dtype | instr/elem (H200 budget) | FP64/elem (budget) | "
               "FP32 pipe/elem | MUFU/elem | convert/elem | ALU/elem | 16-byte LDG/STG | "
               "LDL/STL | registers |",

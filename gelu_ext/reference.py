@@ -154,8 +154,10 @@ def same_path_on_cpu_and_cuda(dtype, capability=None):
     """Whether the CPU and CUDA kernels compute dtype's results by the same operations, so that
     they give the same bits (tests/test_cuda.py then requires them). 16-bit: yes, both correctly
     rounded. float32: where the GPU of this compute capability (major, minor; default: the current
-    device's) takes the double path, as the CPU does; not on the float path. float64: no, the
-    CPU's pair path against the GPU's double-double path."""
+    device's) takes the double path, as the CPU does; not on the float path. float64: no, the GPU's
+    forms of the double-double path differ (the exact form's tail polynomial by Horner's rule,
+    dd_div's reciprocal by Newton steps: math/f64_double_double.h, math/common.h), which the
+    pair path uses or falls back to."""
     import torch
 
     if dtype in (torch.float16, torch.bfloat16):

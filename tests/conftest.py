@@ -346,8 +346,8 @@ def assert_same_bits(got, want, what):
 def assert_devices_agree(got, want, scale, what, same_path=None):
     """Results of another device or kernel (got) against the CPU kernels' (want). Where both take
     the same path (same_path, by default: 16-bit results, correctly rounded on both, and float32
-    on the double path) they are equal, signs of zero included. float64 results (the CPU's pair
-    path, the GPU's double-double path) and float32 on the GPU's float path are each within their
+    on the double path) they are equal, signs of zero included. float64 results (whose
+    double-double forms differ by device) and float32 on the GPU's float path are each within their
     bound of the exact value in ulps of max(|result|, scale): they differ by at most 2 ulps there.
     scale may be a function giving it, called only where needed."""
     if same_path is None:

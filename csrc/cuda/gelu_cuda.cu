@@ -232,12 +232,49 @@ __device__ __forceinline__ bool apply_bounded(const typename Storage<D>::T (*in)
   return correctly_rounded;
 }
 
+// float64's pair path: stores its results and returns whether every one holds (error 0; the
+// caller takes the double-double path where not: inputs outside the core domain, results near
+// zero, the subnormals or overflow).
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ bool apply_pair(const typename Storage<D>::T (*in)[N],
+                                           typename Storage<D>::T (*out)[N], int e) {
+  constexpr PassRule kRule = pass_rule(P);
+  double a[kRule.inputs];
+  math::Bounded<double> b[kRule.outputs];
+#pragma unroll
+  for (int k = 0; k < kRule.inputs; ++k) a[k] = in[k][e];
+  math::PathPass<NumericPath::kF64Pair, P, A>::apply(a, b);
+  bool holds = true;
+#pragma unroll
+  for (int k = 0; k < kRule.outputs; ++k) {
+    out[k][e] = b[k].value;
+    holds &= b[k].error == 0.0;
+  }
+  return holds;
+}
+
+// float64's double-double path for the elements the pair path leaves, out of line: rare, and
+// long, so that the loop keeps the pair path's registers and instruction cache.
+template <int N>
+struct Doubles {
+  double v[N];
+};
+template <Pass P, Approximate A>
+__device__ __noinline__ Doubles<pass_rule(P).outputs> settle_out_of_line(
+    Doubles<pass_rule(P).inputs> a) {
+  Doubles<pass_rule(P).outputs> b;
+  math::PathPass<NumericPath::kF64DoubleDouble, P, A>::apply(a.v, b.v);
+  return b;
+}
+
 // The GPU's narrow forms (GpuNarrowPass) serve the passes without f''; the double backward's
 // narrow route takes apply_bounded.
 template <Pass P, Approximate A, DType D>
 constexpr bool kNarrow = kPath<P, A, D> == NumericPath::kNarrow16 && (needs(P) & math::kNeedD2) == 0;
 template <Pass P, Approximate A, DType D>
 constexpr bool kBounded = kPath<P, A, D> == NumericPath::kNarrow16 && !kNarrow<P, A, D>;
+template <Pass P, Approximate A, DType D>
+constexpr bool kPair = kPath<P, A, D> == NumericPath::kF64Pair;
 
 // Applies pass P to element e of the operand values held in registers.
 template <Pass P, Approximate A, DType D, int N>
@@ -247,6 +284,16 @@ __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)
     if (apply_narrow<P, A, D, N>(in, out, e)) return;
   } else if constexpr (kBounded<P, A, D>) {
     if (apply_bounded<P, A, D, N>(in, out, e)) return;
+  } else if constexpr (kPair<P, A, D>) {
+    if (apply_pair<P, A, D, N>(in, out, e)) return;
+    constexpr PassRule kRule = pass_rule(P);
+    Doubles<kRule.inputs> a;
+#pragma unroll
+    for (int k = 0; k < kRule.inputs; ++k) a.v[k] = in[k][e];
+    const Doubles<kRule.outputs> b = settle_out_of_line<P, A>(a);
+#pragma unroll
+    for (int k = 0; k < kRule.outputs; ++k) out[k][e] = b.v[k];
+    return;
   }
   apply_settling<P, A, D, N>(in, out, e);
 }

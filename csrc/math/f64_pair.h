@@ -1,4 +1,4 @@
-// float64 inputs on the CPU: double pairs over a core domain, with an error of 0 (the value is
+// float64 inputs: double pairs over a core domain, with an error of 0 (the value is
 // the result) or inf (the element is redone by the f64_double_double path). Every pass but the
 // double backward.
 //

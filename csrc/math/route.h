@@ -65,11 +65,9 @@ constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate f
   if (dtype == DType::kFloat32)
     return device == Device::kCuda && has_slow_fp64(arch) ? NumericPath::kF32ViaF32
                                                           : NumericPath::kF32ViaF64;
-  if (dtype == DType::kFloat64) {
-    if (device == Device::kCuda || second_derivative || !kRouteF64Pair)
-      return NumericPath::kF64DoubleDouble;
-    return NumericPath::kF64Pair;
-  }
+  if (dtype == DType::kFloat64)
+    return second_derivative || !kRouteF64Pair ? NumericPath::kF64DoubleDouble
+                                               : NumericPath::kF64Pair;
   // 16-bit data: the narrow path on the GPU (the double backward too); on the CPU its tables.
   if (device == Device::kCuda) return NumericPath::kNarrow16;
   if (second_derivative) return NumericPath::kF32ViaF64;

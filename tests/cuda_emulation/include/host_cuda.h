@@ -15,6 +15,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(threads)
 
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
