@@ -334,11 +334,31 @@ struct NarrowLanes {
   GELU_SIMD static __m256i table_index(const T* p) {
     return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  // Gathers into a register zeroed for each, as in simd_avx512.h (a gather waits for its
+  // destination's last value; GCC reuses one), under an all-lanes mask that GCC cannot see
+  // through. The 8 dwords at table + 2 index (16-bit tables), or the 4 qwords at table + 8 index
+  // of each half of index (tables of pairs).
+  GELU_SIMD static __m256i all_lanes() {
+    __m256i all;
+    asm("vpcmpeqd %0, %0, %0" : "=x"(all));
+    return all;
+  }
+  GELU_SIMD static __m256i gather_dwords(const void* table, __m256i index) {
+    return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), static_cast<const int*>(table),
+                                       index, all_lanes(), 2);
+  }
+  GELU_SIMD static void gather_qwords(const void* table, __m256i index, __m256i& low,
+                                      __m256i& high) {
+    const long long* base = static_cast<const long long*>(table);
+    low = _mm256_mask_i32gather_epi64(_mm256_setzero_si256(), base, _mm256_castsi256_si128(index),
+                                      all_lanes(), 8);
+    high = _mm256_mask_i32gather_epi64(_mm256_setzero_si256(), base,
+                                       _mm256_extracti128_si256(index, 1), all_lanes(), 8);
+  }
   template <class T>
   GELU_SIMD static Bits lookup(const uint16_t* table, const T* p) {
-    const __m256i entries = _mm256_and_si256(
-        _mm256_i32gather_epi32(reinterpret_cast<const int*>(table), table_index(p), 2),
-        _mm256_set1_epi32(0xFFFF));
+    const __m256i entries =
+        _mm256_and_si256(gather_dwords(table, table_index(p)), _mm256_set1_epi32(0xFFFF));
     return _mm_packus_epi32(_mm256_castsi256_si128(entries), _mm256_extracti128_si256(entries, 1));
   }
   // Tables of float pairs {a, b}: 8 pairs stored, or the pairs of 8 inputs loaded.
@@ -353,11 +373,10 @@ struct NarrowLanes {
   template <class Pair, class T>
   GELU_SIMD static void lookup_bounded(const Pair* table, const T* p, VecF& a, VecF& b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
-    const __m256i index = table_index(p);
-    const long long* base = reinterpret_cast<const long long*>(table);
     // Pairs of lanes 0-3 and 4-7, then the a's and b's of each, in lane order.
-    const __m256 low = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_castsi256_si128(index), 8));
-    const __m256 high = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_extracti128_si256(index, 1), 8));
+    __m256i pairs_low, pairs_high;
+    gather_qwords(table, table_index(p), pairs_low, pairs_high);
+    const __m256 low = _mm256_castsi256_ps(pairs_low), high = _mm256_castsi256_ps(pairs_high);
     const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
     a = VecF(_mm256_permutevar8x32_ps(_mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0)), order));
     b = VecF(_mm256_permutevar8x32_ps(_mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1)), order));

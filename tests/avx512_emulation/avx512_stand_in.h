@@ -11,6 +11,9 @@
 // relative error Intel documents (the kernels' bounds allow for that, not for particular bits).
 #pragma once
 
+// Tells csrc/cpu/simd_avx512.h to leave out its inline assembly, which names mask registers.
+#define GELU_AVX512_STAND_IN 1
+
 #include <immintrin.h>
 
 #include <cmath>
@@ -104,6 +107,7 @@ GELU_EMU Vector broadcast(Element v) {
   return r;
 }
 GELU_EMU __m512i set1_epi32(int v) { return bits<__m512i>(broadcast<v16si>(v)); }
+GELU_EMU __m512i setzero_si512() { return set1_epi32(0); }
 GELU_EMU __m512i set1_epi64(long long v) { return bits<__m512i>(broadcast<v8di>(int64_t(v))); }
 GELU_EMU __m512 set1_ps(float v) { return broadcast<__m512>(v); }
 GELU_EMU __m512d set1_pd(double v) { return broadcast<__m512d>(v); }
@@ -181,22 +185,21 @@ GELU_EMU __m512d loadu_pd(const void* p) {
 GELU_EMU void storeu_pd(void* p, __m512d v) { std::memcpy(p, &v, sizeof(v)); }
 GELU_EMU void storeu_ps(void* p, __m512 v) { std::memcpy(p, &v, sizeof(v)); }
 GELU_EMU void storeu_si512(void* p, __m512i v) { std::memcpy(p, &v, sizeof(v)); }
-// Element i read from base + index[i] * scale.
-GELU_EMU __m512 i32gather_ps(__m512i index, const void* base, int scale) {
+// Element i read from base + index[i] * scale where mask's bit i is set; lane i of src elsewhere.
+GELU_EMU __m512i mask_i32gather_epi32(__m512i src, __mmask16 mask, __m512i index, const void* base,
+                                      int scale) {
   const v16si k = bits<v16si>(index);
-  __m512 r;
+  v16si r = bits<v16si>(src);
   for (int i = 0; i < 16; ++i)
-    std::memcpy(&r[i], static_cast<const char*>(base) + int64_t(k[i]) * scale, 4);
-  return r;
+    if (mask >> i & 1) std::memcpy(&r[i], static_cast<const char*>(base) + int64_t(k[i]) * scale, 4);
+  return bits<__m512i>(r);
 }
-GELU_EMU __m512i i32gather_epi32(__m512i index, const void* base, int scale) {
-  return bits<__m512i>(i32gather_ps(index, base, scale));
-}
-GELU_EMU __m512i i32gather_epi64(__m256i index, const void* base, int scale) {
+GELU_EMU __m512i mask_i32gather_epi64(__m512i src, __mmask8 mask, __m256i index, const void* base,
+                                      int scale) {
   const v8si k = bits<v8si>(index);
-  v8di r;
+  v8di r = bits<v8di>(src);
   for (int i = 0; i < 8; ++i)
-    std::memcpy(&r[i], static_cast<const char*>(base) + int64_t(k[i]) * scale, 8);
+    if (mask >> i & 1) std::memcpy(&r[i], static_cast<const char*>(base) + int64_t(k[i]) * scale, 8);
   return bits<__m512i>(r);
 }
 
@@ -412,6 +415,8 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_getexp_pd gelu_avx512_emulation::getexp_pd
 #undef _mm512_set1_epi32
 #define _mm512_set1_epi32 gelu_avx512_emulation::set1_epi32
+#undef _mm512_setzero_si512
+#define _mm512_setzero_si512 gelu_avx512_emulation::setzero_si512
 #undef _mm512_set1_epi64
 #define _mm512_set1_epi64 gelu_avx512_emulation::set1_epi64
 #undef _mm512_set1_ps
@@ -466,12 +471,10 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_storeu_ps gelu_avx512_emulation::storeu_ps
 #undef _mm512_storeu_si512
 #define _mm512_storeu_si512 gelu_avx512_emulation::storeu_si512
-#undef _mm512_i32gather_ps
-#define _mm512_i32gather_ps gelu_avx512_emulation::i32gather_ps
-#undef _mm512_i32gather_epi32
-#define _mm512_i32gather_epi32 gelu_avx512_emulation::i32gather_epi32
-#undef _mm512_i32gather_epi64
-#define _mm512_i32gather_epi64 gelu_avx512_emulation::i32gather_epi64
+#undef _mm512_mask_i32gather_epi32
+#define _mm512_mask_i32gather_epi32 gelu_avx512_emulation::mask_i32gather_epi32
+#undef _mm512_mask_i32gather_epi64
+#define _mm512_mask_i32gather_epi64 gelu_avx512_emulation::mask_i32gather_epi64
 #undef _mm512_permutex2var_ps
 #define _mm512_permutex2var_ps gelu_avx512_emulation::permutex2var_ps
 #undef _mm512_permutex2var_pd
