@@ -319,8 +319,9 @@ def test_results_within_bounds_of_the_exact_values(emulated, dtype, approximate)
 
 
 def test_float64_results_within_bounds_of_mpmath(emulated, approximate):
-    """The GPU's float64 path (double-double) against mpmath, f, f' and f'': every binade, the
-    transition and the tail to underflow."""
+    """The GPU's float64 paths against mpmath: f and the backward's f' (the pair path, with the
+    double-double path for what it leaves) and the double backward's f' and f'' (double-double),
+    at every binade, the transition, the tail to underflow and the pair path's domain edges."""
     x = torch.cat([binade_samples(torch.float64, per_binade=1)[::16],
                    torch.linspace(-40, 10, 201, dtype=torch.float64), single_path_edges_f64()])
     x = x[x.abs() < 1e300]
@@ -328,9 +329,13 @@ def test_float64_results_within_bounds_of_mpmath(emulated, approximate):
     y, d1, d2 = (torch.full_like(x, float("nan")) for _ in range(3))
     launch_contiguous(emulated, "forward", approximate, [y], [x])
     launch_contiguous(emulated, "double_backward", approximate, [d1, d2], [one, one, x])
+    slope = torch.full_like(x, float("nan"))
+    launch_contiguous(emulated, "backward", approximate, [slope], [one, x])
     f, f1, f2 = MpValues.of(x, approximate, 0, 1, 2)
     s1, s2 = derivative_scales(x, approximate)
     assert_ulps(y, f, FORWARD_ULPS[torch.float64], f"f {approximate}", x)
+    assert_within(slope, f1, s1, FIRST_DERIVATIVE_ULPS[torch.float64], torch.float64,
+                  f"backward's f' {approximate}", x)
     assert_within(d1, f1, s1, FIRST_DERIVATIVE_ULPS[torch.float64], torch.float64,
                   f"f' {approximate}", x)
     assert_within(d2, f2, s2, SECOND_DERIVATIVE_ULPS[torch.float64], torch.float64,
