@@ -232,29 +232,9 @@ __device__ __forceinline__ bool apply_bounded(const typename Storage<D>::T (*in)
   return correctly_rounded;
 }
 
-// float64's pair path: stores its results and returns whether every one holds (error 0; the
-// caller takes the double-double path where not: inputs outside the core domain, results near
-// zero, the subnormals or overflow).
-template <Pass P, Approximate A, DType D, int N>
-__device__ __forceinline__ bool apply_pair(const typename Storage<D>::T (*in)[N],
-                                           typename Storage<D>::T (*out)[N], int e) {
-  constexpr PassRule kRule = pass_rule(P);
-  double a[kRule.inputs];
-  math::Bounded<double> b[kRule.outputs];
-#pragma unroll
-  for (int k = 0; k < kRule.inputs; ++k) a[k] = in[k][e];
-  math::PathPass<NumericPath::kF64Pair, P, A>::apply(a, b);
-  bool holds = true;
-#pragma unroll
-  for (int k = 0; k < kRule.outputs; ++k) {
-    out[k][e] = b[k].value;
-    holds &= b[k].error == 0.0;
-  }
-  return holds;
-}
-
-// float64's double-double path for the elements the pair path leaves, out of line: rare, and
-// long, so that the loop keeps the pair path's registers and instruction cache.
+// float64's double-double path (fallback of the pair path) out of line: rare, and long, so that
+// the loop keeps the pair path's registers and instruction cache. Operands travel by value, as
+// arrays passed by pointer would go to local memory.
 template <int N>
 struct Doubles {
   double v[N];
@@ -263,8 +243,32 @@ template <Pass P, Approximate A>
 __device__ __noinline__ Doubles<pass_rule(P).outputs> settle_out_of_line(
     Doubles<pass_rule(P).inputs> a) {
   Doubles<pass_rule(P).outputs> b;
-  math::PathPass<NumericPath::kF64DoubleDouble, P, A>::apply(a.v, b.v);
+  math::PathPass<fallback(NumericPath::kF64Pair), P, A>::apply(a.v, b.v);
   return b;
+}
+
+// float64's pair path: stores its results, and redoes the element out of line where one does not
+// hold (error not 0: inputs outside the core domain, results near zero, the subnormals or
+// overflow).
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ void apply_pair(const typename Storage<D>::T (*in)[N],
+                                           typename Storage<D>::T (*out)[N], int e) {
+  constexpr PassRule kRule = pass_rule(P);
+  Doubles<kRule.inputs> a;
+  math::Bounded<double> b[kRule.outputs];
+#pragma unroll
+  for (int k = 0; k < kRule.inputs; ++k) a.v[k] = in[k][e];
+  math::PathPass<NumericPath::kF64Pair, P, A>::apply(a.v, b);
+  bool holds = true;
+#pragma unroll
+  for (int k = 0; k < kRule.outputs; ++k) {
+    out[k][e] = b[k].value;
+    holds &= b[k].error == 0.0;
+  }
+  if (holds) return;
+  const Doubles<kRule.outputs> settled = settle_out_of_line<P, A>(a);
+#pragma unroll
+  for (int k = 0; k < kRule.outputs; ++k) out[k][e] = settled.v[k];
 }
 
 // The GPU's narrow forms (GpuNarrowPass) serve the passes without f''; the double backward's
@@ -285,14 +289,7 @@ __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)
   } else if constexpr (kBounded<P, A, D>) {
     if (apply_bounded<P, A, D, N>(in, out, e)) return;
   } else if constexpr (kPair<P, A, D>) {
-    if (apply_pair<P, A, D, N>(in, out, e)) return;
-    constexpr PassRule kRule = pass_rule(P);
-    Doubles<kRule.inputs> a;
-#pragma unroll
-    for (int k = 0; k < kRule.inputs; ++k) a.v[k] = in[k][e];
-    const Doubles<kRule.outputs> b = settle_out_of_line<P, A>(a);
-#pragma unroll
-    for (int k = 0; k < kRule.outputs; ++k) out[k][e] = b.v[k];
+    apply_pair<P, A, D, N>(in, out, e);
     return;
   }
   apply_settling<P, A, D, N>(in, out, e);
