@@ -453,15 +453,18 @@ int grid_size(int64_t work_items) {
   return static_cast<int>(blocks < max_blocks ? (blocks > 0 ? blocks : 1) : max_blocks);
 }
 
-Operands make_operands(char* const* data, Pass pass) {
+// The pass's operand pointers, as many as the pass has: a count known at compile time.
+template <Pass P>
+Operands operands_of(char* const* data) {
   Operands ops{};
-  for (int k = 0; k < num_operands(pass); ++k) ops.ptr[k] = data[k];
+  for (int k = 0; k < num_operands(P); ++k) ops.ptr[k] = data[k];
   return ops;
 }
 
 template <Pass P, Approximate A, DType D>
-cudaError_t launch_contiguous_typed(const Operands& ops, int64_t n, IndexWidth index_width,
+cudaError_t launch_contiguous_typed(char* const* data, int64_t n, IndexWidth index_width,
                                     cudaStream_t stream) {
+  const Operands ops = operands_of<P>(data);
   constexpr int kVec = 16 / sizeof(typename Storage<D>::T);
   const int grid = grid_size(n / kVec + 1);
   if (index_width == IndexWidth::k32) {
@@ -489,8 +492,9 @@ bool is_rows_of_vectors(const Operands& ops, const StridedLayout& layout, int op
 }
 
 template <Pass P, Approximate A, DType D>
-cudaError_t launch_strided_typed(const Operands& ops, const StridedLayout& layout,
+cudaError_t launch_strided_typed(char* const* data, const StridedLayout& layout,
                                  cudaStream_t stream) {
+  const Operands ops = operands_of<P>(data);
   constexpr int kSize = sizeof(typename Storage<D>::T);
   if (is_rows_of_vectors(ops, layout, num_operands(P), kSize)) {
     RowStrides rows{};
@@ -546,16 +550,16 @@ cudaError_t dispatch(Pass pass, Approximate approximate, DType dtype, Args&&... 
 
 template <Pass P, Approximate A, DType D>
 struct ContiguousLaunch {
-  static cudaError_t run(const Operands& ops, int64_t n, IndexWidth index_width,
+  static cudaError_t run(char* const* data, int64_t n, IndexWidth index_width,
                          cudaStream_t stream) {
-    return launch_contiguous_typed<P, A, D>(ops, n, index_width, stream);
+    return launch_contiguous_typed<P, A, D>(data, n, index_width, stream);
   }
 };
 
 template <Pass P, Approximate A, DType D>
 struct StridedLaunch {
-  static cudaError_t run(const Operands& ops, const StridedLayout& layout, cudaStream_t stream) {
-    return launch_strided_typed<P, A, D>(ops, layout, stream);
+  static cudaError_t run(char* const* data, const StridedLayout& layout, cudaStream_t stream) {
+    return launch_strided_typed<P, A, D>(data, layout, stream);
   }
 };
 
@@ -564,16 +568,14 @@ struct StridedLaunch {
 cudaError_t launch_contiguous(Pass pass, Approximate approximate, DType dtype, char* const* data,
                               int64_t n, IndexWidth index_width, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  return dispatch<ContiguousLaunch>(pass, approximate, dtype, make_operands(data, pass), n,
-                                    index_width, stream);
+  return dispatch<ContiguousLaunch>(pass, approximate, dtype, data, n, index_width, stream);
 }
 
 cudaError_t launch_strided(Pass pass, Approximate approximate, DType dtype, char* const* data,
                            const StridedLayout& layout, cudaStream_t stream) {
   for (int d = 0; d < layout.ndim; ++d)
     if (layout.sizes[d] == 0) return cudaSuccess;
-  return dispatch<StridedLaunch>(pass, approximate, dtype, make_operands(data, pass), layout,
-                                 stream);
+  return dispatch<StridedLaunch>(pass, approximate, dtype, data, layout, stream);
 }
 
 }  // namespace cuda

@@ -116,23 +116,38 @@ inline StridedLayout strided_layout(const Iteration& piece, int operands) {
   return layout;
 }
 
-// Launches `pass` over `it` on `stream`. index_limit is the largest index and byte offset the
+// Launches pass P over `it` on `stream`. index_limit is the largest index and byte offset the
 // 32-bit kernels may see: kMax32BitIndex, or less to exercise the splits in tests.
-inline cudaError_t launch_iteration(Pass pass, Approximate approximate, DType dtype,
-                                    const Iteration& it, cudaStream_t stream,
-                                    int64_t index_limit = kMax32BitIndex) {
-  const int operands = num_operands(pass);
+template <Pass P>
+cudaError_t launch_pass(Approximate approximate, DType dtype, const Iteration& it,
+                        cudaStream_t stream, int64_t index_limit) {
+  constexpr int kOperands = num_operands(P);
   const int64_t n = numel(it);
   if (n == 0) return cudaSuccess;
   if (index_limit < 1 || index_limit > kMax32BitIndex) return cudaErrorInvalidValue;
-  if (is_contiguous(it, operands, element_size(dtype)) && all_aligned(it, operands, 16)) {
-    return launch_contiguous(pass, approximate, dtype, it.data, n, index_width(n, index_limit),
+  if (is_contiguous(it, kOperands, element_size(dtype)) && all_aligned(it, kOperands, 16)) {
+    return launch_contiguous(P, approximate, dtype, it.data, n, index_width(n, index_limit),
                              stream);
   }
-  return for_each_piece(it, operands, index_limit, [&](const Iteration& piece) {
-    return launch_strided(pass, approximate, dtype, piece.data, strided_layout(piece, operands),
+  return for_each_piece(it, kOperands, index_limit, [&](const Iteration& piece) {
+    return launch_strided(P, approximate, dtype, piece.data, strided_layout(piece, kOperands),
                           stream);
   });
+}
+
+// The same for a run-time pass. The operand count is a compile-time constant in each case: GCC
+// 13.3 at -O3 (Ubuntu 24.04's compiler) miscompiled num_operands(pass) of a run-time pass as a
+// loop bound, copying no operand pointer for Pass::kForward.
+inline cudaError_t launch_iteration(Pass pass, Approximate approximate, DType dtype,
+                                    const Iteration& it, cudaStream_t stream,
+                                    int64_t index_limit = kMax32BitIndex) {
+  switch (pass) {
+#define GELU_PASS_CASE(P) \
+  case P: return launch_pass<P>(approximate, dtype, it, stream, index_limit);
+    GELU_FOR_EACH_PASS(GELU_PASS_CASE)
+#undef GELU_PASS_CASE
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace cuda
