@@ -125,6 +125,26 @@ def test_bias_gelu_rounds_down_at_16_bit_midpoints(device, approximate, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_bias_gelu_16_bit_midpoints_across_the_narrow_core(device, approximate, dtype):
+    # Sums x + b that are 16-bit midpoints, from 2 to 12: from about 4.8 gelu(z) lies within the
+    # narrow path's bound of z, which it settles by gelu(z) < z (the interval moved below z);
+    # beyond 8 (9 for tanh and sigmoid) the double path does. Every result must be the correctly
+    # rounded one, whichever side of the midpoint gelu(z) reaches (for the sigmoid form near 4,
+    # z - gelu(z) exceeds half a float16 ulp).
+    v = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
+    v = v[(v >= 2) & (v < 12)]
+    half_ulp = ulp(v, dtype) / 2
+    x = v.to(dtype).to(device).view(1, -1)
+    b = half_ulp.to(dtype).to(device)
+    z = x.cpu().double().flatten() + b.cpu().double()
+    assert torch.equal(z, v + half_ulp)  # midpoints
+    f, _ = exact(z, approximate, dtype)
+    y = gelu_ext.bias_gelu(x, b, approximate).cpu().flatten()
+    assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype} at midpoints", z,
+                mp_exact(z, approximate, 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_geglu_rounds_16_bit_midpoints_by_the_side_gelu_lies_on(device, approximate, dtype):
     # gate = v, a 16-bit value in [24, 200), where gelu(v) = v - tiny and gelu'(v) = 1 + tiny
     # (tiny below 1e-16, every form; both round to v and 1 in double), and a factor 1.5 or -1.5:
