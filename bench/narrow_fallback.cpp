@@ -61,6 +61,16 @@ bool settled(const float* in, uint16_t (*round16)(float)) {
   bool ok = math::GpuNarrowPass<P, A, kArgBits>::apply(in, out);
   for (int k = 0; k < kOutputs; ++k) ok &= math::gpu_rounds_surely<kBFloat16>(out[k]);
   (void)round16;
+  // The fallback's second look (cuda/gelu_cuda.cu's apply_second_look), whose cost is left out
+  // of the counts: the bias forward's large positive sums, settled without f, and float16's
+  // subnormal results.
+  float below;
+  if constexpr (P == Pass::kBiasForward)
+    ok |= math::settles_large_sum<A, kBFloat16>(in[0], in[1], below);
+  if (!kBFloat16 && !ok) {
+    ok = math::GpuNarrowPass<P, A, kArgBits>::apply(in, out);
+    for (int k = 0; k < kOutputs; ++k) ok &= math::gpu_rounds_surely_anywhere<false>(out[k]);
+  }
   return ok;
 #else
   math::Bounded<float> out[kOutputs];

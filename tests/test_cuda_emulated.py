@@ -291,6 +291,30 @@ def test_bias_sums_that_float_cannot_hold(emulated, dtype, approximate):
                    f"{len(x)} inexact sums")
 
 
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_bias_sums_at_midpoints_and_large(emulated, dtype, approximate):
+    """The bias passes at sums the narrow path leaves to its fallback's second look: 16-bit
+    midpoints from 2 to 200 (x a 16-bit value, b half its unit), large sums that are not
+    midpoints, and sums from -12 to -2, whose float16 results run through its subnormals."""
+    every = all_values(dtype).double()
+    v = every[(every >= 2) & (every < 200)]
+    half_unit = (v.to(dtype).view(torch.int16) + 1).view(dtype).double() - v
+    small = every[(every.abs() >= 2.0**-6) & (every.abs() < 2.0)][::7]
+    negative = every[(every > -12) & (every <= -2)]
+    large = v[::3].repeat_interleave(4)
+
+    def cycled(values, n):
+        return values.repeat(n // len(values) + 1)[:n]
+
+    x = torch.cat([v, large, negative]).to(dtype)
+    b = torch.cat([half_unit / 2, cycled(small, len(large)), cycled(small, len(negative))])
+    b = b.to(dtype)
+    grad = torch.ones_like(x)
+    for pass_name, inputs in [("bias_forward", [x, b]), ("bias_backward", [grad, x, b])]:
+        check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, x.shape,
+                   f"{len(x)} midpoint, large and negative sums")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES])
 def test_results_within_bounds_of_the_exact_values(emulated, dtype, approximate):
     """Against the float64 reference, not the CPU kernels: f, f' and f'' (the backward passes

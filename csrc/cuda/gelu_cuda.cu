@@ -183,6 +183,71 @@ __device__ __forceinline__ bool apply_float_path(const typename Storage<D>::T (*
   return sure;
 }
 
+// The fallback's second look at a 16-bit element the narrow path left, before the path that
+// settles every element, out of line so that the loop keeps its registers (it is rare):
+// - the bias forward's large positive sums, settled without f (math::settles_large_sum);
+// - float16 results in its subnormal range, which the narrow path's own test leaves: the narrow
+//   path's values again, with the test that sees float16's subnormal grid
+//   (math::gpu_rounds_surely_anywhere).
+// Operands travel by value, as arrays passed by pointer would go to local memory.
+template <int N>
+struct Floats {
+  float v[N];
+};
+template <int N>
+struct Retested {
+  Floats<N> values;  // to be rounded to the 16-bit type
+  bool sure;
+};
+template <Pass P, Approximate A, DType D>
+constexpr bool kSecondLook = is_16_bit(D) && (P == Pass::kBiasForward || D == DType::kFloat16);
+
+template <Pass P, Approximate A, DType D>
+__device__ __noinline__ Retested<pass_rule(P).outputs> second_look(Floats<pass_rule(P).inputs> a,
+                                                                   bool subnormal) {
+  constexpr bool kBFloat16 = D == DType::kBFloat16;
+  Retested<pass_rule(P).outputs> r{};
+  if constexpr (P == Pass::kBiasForward) {
+    r.sure = math::settles_large_sum<A, kBFloat16>(a.v[0], a.v[1], r.values.v[0]);
+    if (r.sure) return r;
+  }
+  if (!kBFloat16 && subnormal) {
+    r.sure = math::GpuNarrowPass<P, A, kArgumentBits<P, D>>::apply(a.v, r.values.v);
+#pragma unroll
+    for (int k = 0; k < pass_rule(P).outputs; ++k)
+      r.sure &= math::gpu_rounds_surely_anywhere<false>(r.values.v[k]);
+  }
+  return r;
+}
+
+// Stores the second look's results and returns true where it settles the element.
+template <Pass P, Approximate A, DType D, int N>
+__device__ __forceinline__ bool apply_second_look(const typename Storage<D>::T (*in)[N],
+                                                  typename Storage<D>::T (*out)[N], int e) {
+  if constexpr (kSecondLook<P, A, D>) {
+    using T = typename Storage<D>::T;
+    constexpr PassRule kRule = pass_rule(P);
+    // float16 results are retested only where one is stored as a subnormal or zero.
+    bool subnormal = false;
+    if constexpr (D == DType::kFloat16) {
+#pragma unroll
+      for (int k = 0; k < kRule.outputs; ++k)
+        subnormal |= (bits_of(out[k][e]) & 0x7C00u) == 0;
+      if (P != Pass::kBiasForward && !subnormal) return false;
+    }
+    Floats<kRule.inputs> a;
+#pragma unroll
+    for (int k = 0; k < kRule.inputs; ++k) a.v[k] = narrow_input(in[k], e);
+    const Retested<kRule.outputs> r = second_look<P, A, D>(a, subnormal);
+    if (!r.sure) return false;
+#pragma unroll
+    for (int k = 0; k < kRule.outputs; ++k) out[k][e] = round_to(T(), r.values.v[k]);
+    return true;
+  } else {
+    return false;
+  }
+}
+
 // The path that settles every element (the narrow path's fallback, or the only path).
 template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ void apply_settling(const typename Storage<D>::T (*in)[N],
@@ -285,7 +350,7 @@ template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)[N],
                                               typename Storage<D>::T (*out)[N], int e) {
   if constexpr (kNarrow<P, A, D>) {
-    if (apply_narrow<P, A, D, N>(in, out, e)) return;
+    if (apply_narrow<P, A, D, N>(in, out, e) || apply_second_look<P, A, D, N>(in, out, e)) return;
   } else if constexpr (kBounded<P, A, D>) {
     if (apply_bounded<P, A, D, N>(in, out, e)) return;
   } else if constexpr (kPair<P, A, D>) {
@@ -325,8 +390,10 @@ __device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
     }
     if (unsure != 0) {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e)
-        if (unsure & (1u << e)) apply_settling<P, A, D, kVec>(in_values, out_values, e);
+      for (int e = 0; e < kVec; ++e) {
+        if ((unsure & (1u << e)) && !apply_second_look<P, A, D, kVec>(in_values, out_values, e))
+          apply_settling<P, A, D, kVec>(in_values, out_values, e);
+      }
     }
   } else {
 #pragma unroll

@@ -229,18 +229,26 @@ GELU_HD F narrow_sum(F x, F b, F& inexact) {
   return z;
 }
 
-// f(x) < x for x > 0 in every form, and where a bias sum x is large, f(x) lies within its bound
-// of x. Where x is then a midpoint of the output type (a sum of two 16-bit values often is), the
-// interval about the computed f reaches x, and its two ends round apart although f, below x,
-// rounds down. The interval moved below x (its top the float below x, x (1 - 2^-24), with no
-// rounding boundary between it and x) still holds f, and settles these elements: on normal data
-// of sigma 2, 1.4% of the bias forward's elements, 1.7% in the tanh form, which would otherwise
-// go to the double path (bench/narrow_fallback.cpp).
+// An upper limit on f(x) for the rounding test of the bias forward: f(x) < x for x > 0 in every
+// variant (Phi(x), p < 1), and no 16-bit rounding boundary lies strictly between x and the float
+// just below it (which x (1 - 2^-24) is, for x > 2^-126), so the test may take f to lie at most
+// there. Where x + b is a 16-bit midpoint and f is within the bound of x (2% of
+// bfloat16 sums, at large x + b), this tells on which side of the midpoint f lies, which the
+// bound alone cannot. For x < 0 the limit, |x| (1 - 2^-24), lies above f(x) <= 0 and so never
+// caps anything (cheaper than a select); NaN stays NaN, which at_most_each ignores.
 template <class F>
-GELU_HD Bounded<F> below_positive_argument(Bounded<F> f, F x) {
-  const F below = x * F(0x1.fffffep-1f);  // the float below x > 0 (x itself where subnormal)
-  const auto reaches = (x > F(0.0f)) & (f.value + f.error > below);
-  return Bounded<F>{select(reaches, below - f.error, f.value), f.error};
+GELU_HD F narrow_upper_limit(F x) {
+  return fabs(x) * F(1.0f - 0x1p-24f);
+}
+
+// The narrow path's bias forward takes the same limit: its interval about the computed f, moved
+// below the limit where it reaches above (the value at most the limit less the error), still
+// holds f. Where x + b is a 16-bit midpoint and f within the bound of it, both ends then round
+// down: on normal data of sigma 2, 1.4% of the elements (1.7% in the tanh form) that would
+// otherwise go to the double path (bench/narrow_fallback.cpp).
+template <class F>
+GELU_HD Bounded<F> at_most_upper_limit(Bounded<F> f, F x) {
+  return Bounded<F>{at_most_each(f.value, narrow_upper_limit(x) - f.error), f.error};
 }
 
 // A pass in this path: each output with its error bound. The bias passes' float sum must be
@@ -263,11 +271,11 @@ struct NarrowPass {
     if constexpr ((needs(P) & kNeedD2) != 0) narrow_derivatives<A>(x, d1, d2);
     else narrow_value_and_derivative<A>(x, f, d1);
     outputs_from_terms(in, f, d1, inexact_sum, out, d2);
-    // (Not in the sigmoid form: its f(x) comes within the bound of x only from x = 8.2, near
-    // the end of its core domain, and the operations cost it 10% on AVX-512.)
+    // Not the sigmoid form's: its f comes within the bound of x only from x = 8.2, near the end
+    // of its core domain, and the limit cost its kernel 6-8% on AVX-512 (bench/kernel_alone.cpp).
     if constexpr (kRule.argument_is_sum && kRule.out[0].term == Term::kF &&
                   kRule.out[0].num_factors == 0 && A != Approximate::kSigmoid)
-      out[0] = below_positive_argument(out[0], x);
+      out[0] = at_most_upper_limit(out[0], x);
   }
 
   // The outputs from f, f' (and f'') at the argument (the CPU's tables give f and f' for 16-bit
@@ -542,6 +550,46 @@ GELU_HD bool gpu_rounds_surely(float v) {
   // Bitwise, not short-circuit: no branches.
   return far & ((fabsf(v) >= kSmallest) | (v == 0.0f));
 }
+
+// gpu_rounds_surely over float16's subnormal range too, for the fallback's second look (the
+// common path leaves these to it, as its test would take more instructions for every element):
+// below 2^-14 float16's grid is 2^-24, its boundaries the odd multiples of 2^-25, which v 2^24
+// (exact) shows as k + 1/2. Outputs of normal data there: the forward's f(x) for x from about
+// -4.2 to -5.8, 1.8% of the elements of sigma-2 data, which would otherwise run the double path.
+template <bool kBFloat16>
+GELU_HD bool gpu_rounds_surely_anywhere(float v) {
+  if constexpr (kBFloat16) {
+    return gpu_rounds_surely<true>(v);
+  } else {
+    const float w = v * 0x1p24f;
+    const float boundary = floorf(w) + 0.5f;
+    const bool far_in_subnormals = fabsf(w - boundary) > fabsf(w) * kGpuNarrowRelativeError;
+    return (fabsf(v) < 0x1p-14f) ? far_in_subnormals & ((fabsf(v) >= kGpuNarrowSmallest) | (v == 0.0f))
+                                 : gpu_rounds_surely<false>(v);
+  }
+}
+
+// The 16-bit bias forward at a large positive sum x = a + b, without computing f: f(x) < x, and
+//   - from x = 5 in every form, x - f(x) < 2^-11 x (sigmoid at 5: 2.0e-4 x), below a 16-bit unit
+//     of x, so where x is a 16-bit midpoint, f(x) rounds to the value below x;
+//   - from x = 5.5 (exact form), 5 (tanh), 10 (sigmoid), x - f(x) < 2^-24 x, below a float unit
+//     of x, so f(x) lies between the float below x and x, where no rounding boundary lies.
+// Either way f(x) rounds as the float below x does, which `below` is given. Returns whether the
+// element is so settled (the float sum exact, x in one of those cases). The narrow path leaves
+// these sums (the midpoints, within its bound of x; beyond its core domain, every one): with
+// this test first, its fallback runs the double path for 0.2% of the elements of normal data of
+// sigma 2 in place of 1.9% (bfloat16, exact form; bench/narrow_fallback.cpp).
+template <Approximate A, bool kBFloat16>
+GELU_HD bool settles_large_sum(float a, float b, float& below) {
+  constexpr float kAnySum =
+      A == Approximate::kNone ? 5.5f : A == Approximate::kTanh ? 5.0f : 10.0f;
+  constexpr uint32_t kLowBits = kBFloat16 ? 0xFFFFu : 0x1FFFu;  // below the type's last bit
+  constexpr uint32_t kMidpoint = kBFloat16 ? 0x8000u : 0x1000u;
+  const float x = a + b;
+  below = x * 0x1.fffffep-1f;
+  const bool midpoint = (bit_cast<uint32_t>(x) & kLowBits) == kMidpoint;
+  return ((x - a) == b) & ((x - b) == a) & (x >= 5.0f) & (midpoint | (x >= kAnySum));
+}
 #endif  // GELU_DEVICE_FORMS
 
 // Whether a float v within 0.6 unit in its last place of the exact value (the float path's f)
@@ -632,18 +680,6 @@ template <class F>
 GELU_HD Bounded<F> narrow_cubic_product(F g, const F (&c)[4], F d) {
   const Bounded<F> d1 = narrow_cubic<true>(c, d, kNarrowRelativeError + kNarrowProductError);
   return Bounded<F>{g * d1.value, fma(fabs(g), d1.error, F(kNarrowAbsoluteError))};
-}
-
-// An upper limit on f(x) for the rounding test of the bias forward: f(x) < x for x > 0 in every
-// variant (Phi(x), p < 1), and no 16-bit rounding boundary lies strictly between x and the float
-// just below it (which x (1 - 2^-24) is, for x > 2^-126), so the test may take f to lie at most
-// there. Where x + b is a 16-bit midpoint and f is within the bound of x (2% of
-// bfloat16 sums, at large x + b), this tells on which side of the midpoint f lies, which the
-// bound alone cannot. For x < 0 the limit, |x| (1 - 2^-24), lies above f(x) <= 0 and so never
-// caps anything (cheaper than a select); NaN stays NaN, which at_most_each ignores.
-template <class F>
-GELU_HD F narrow_upper_limit(F x) {
-  return fabs(x) * F(1.0f - 0x1p-24f);
 }
 
 // A cell's cubic: c0 .. c3, a row of 16 bytes.
