@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One command for a machine with one H200 (Python 3.12, torch 2.11+cu130, nvcc 13.0, no network,
-# 16 cores), in under 8 minutes:
+# 16 cores), in under 10 minutes:
 #   1. builds gelu_ext there (sm_90 only, all cores);
-#   2. runs the CUDA tests;
-#   3. checks float32 exhaustively on the GPU (all 2^32 inputs, forward and backward, each
-#      variant) and float16/bfloat16 exhaustively (every pass);
-#   4. runs the GPU part of bench/bench.py, with the measured copy bandwidth.
+#   2. runs the C++ checks' error paths on CUDA tensors alone (no other test beside them), then
+#      the CUDA tests;
+#   3. runs the GPU part of bench/bench.py, with the measured copy bandwidth;
+#   4. checks float16/bfloat16 exhaustively on the GPU (every pass) and float32 exhaustively (all
+#      2^32 inputs, forward and backward, each variant), last, as the longest step.
 # The log (gpu_check.log) and tables go to the folder given as the first argument (eight files,
 # the most a device run returns); a short summary comes last.
 #
@@ -50,25 +51,29 @@ step "build (sm_90, $(nproc) jobs)" env TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS="$(npr
   GELU_EXT_CUDA=1 "$python" -m pip install --no-build-isolation --no-deps -v .
 cd "$out"
 
-# 2. The CUDA tests (every test that runs on the GPU), in parallel where pytest-xdist is there.
+# 2. The C++ checks' error paths on CUDA tensors, in one process with nothing beside them; then
+#    the CUDA tests (every test that runs on the GPU), in parallel where pytest-xdist is there.
+step "CUDA error paths (serial)" "$python" -m pytest "$repo/tests/test_errors.py" \
+  "$repo/tests/test_fused.py" -q -k "cuda and (error or mismatch or written)" -p no:xdist \
+  -p no:cacheprovider
 xdist=()
 "$python" -c "import xdist" 2>/dev/null && xdist=(-n 8)
 step "CUDA tests" "$python" -m pytest "$repo/tests" -q -rs "${xdist[@]}" \
   -k "cuda" -p no:cacheprovider
 
-# 3. Accuracy on the GPU: float32 exhaustively (forward, backward), 16-bit exhaustively.
-step "float32 exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
-  --devices cuda --dtypes float32 --directions forward backward --exhaustive --no-validate \
-  --no-plot --out "$out"
-step "16-bit exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
-  --devices cuda --dtypes bfloat16 float16 --no-validate --no-plot --out "$out"
-
-# 4. Speed: the GPU part of bench/bench.py (it prints the copy bandwidth first).
+# 3. Speed: the GPU part of bench/bench.py (it prints the copy bandwidth first).
 step "bench (GPU): gelu" "$python" "$repo/bench/bench.py" --device cuda --ops gelu \
   --dtypes float32 bfloat16 float16 --sizes 16 20 24 26 --budget 0.1 --out "$out"
 step "bench (GPU): fused ops" "$python" "$repo/bench/bench.py" --device cuda \
   --ops bias_gelu geglu --dtypes float32 bfloat16 --variants none tanh --budget 0.1 --no-plot \
   --out "$out/fused"
+
+# 4. Accuracy on the GPU: 16-bit exhaustively, then float32 exhaustively (forward, backward).
+step "16-bit exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
+  --devices cuda --dtypes bfloat16 float16 --no-validate --no-plot --out "$out"
+step "float32 exhaustive accuracy (GPU)" "$python" "$repo/bench/accuracy.py" \
+  --devices cuda --dtypes float32 --directions forward backward --exhaustive --no-validate \
+  --no-plot --out "$out"
 
 echo
 echo "== summary ($((SECONDS - start)) s)"
@@ -81,7 +86,7 @@ echo
 echo "-- speed at 2^24 elements and more (gelu_ext GB/s, % of copy, x eager, x compile)"
 grep -E "copy bandwidth" "$log" | head -1
 awk -F'|' '/^\| / && $6 ~ /(16777216|67108864|8192x3072|4096x)/ {printf "%-10s %-17s %-8s %-9s %-10s %8s %6s %8s %8s\n", $2, $3, $4, $5, $6, $10, $11, $12, $13}' \
-  "$out/bench_cuda.md" "$out/fused/bench_cuda.md" 2>/dev/null
+  "$out"/bench_cuda*.md "$out"/fused/bench_cuda*.md 2>/dev/null
 failed=0
 for s in "${status[@]}"; do [[ $s == *FAILED* ]] && failed=1; done
 exit $failed
