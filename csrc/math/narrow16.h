@@ -336,9 +336,8 @@ constexpr float kGpuNarrowRelativeError = 0x1.Cp-21f;
 // or operand makes it so, or where it (a product, or f of an argument below 2^-148) underflows
 // below 2^-149, and either way its correctly rounded 16-bit value is that zero.
 constexpr float kGpuNarrowSmallest = 0x1p-120f;
-// Core domains: |x| up to 8.5 for the exact form (kGpuTail's interval), 9 for the others; and
-// for float16 and bias sums x >= -4.72 in the tanh form (t^2 + c1/c3 exact in two parts).
-constexpr float kGpuCoreExact = 8.5f, kGpuCoreLogistic = 9.0f, kGpuTanhPairFloor = -4.72f;
+// Core domains: |x| up to 8.5 for the exact form (kGpuTail's interval), 9 for the others.
+constexpr float kGpuCoreExact = 8.5f, kGpuCoreLogistic = 9.0f;
 // The logistic forms' f' = p (1 + x s' q) cancels toward its zero x0 = -0.75: within this
 // distance of x0 it is (x - x0) M(x - x0) instead (kGpuTanhZero, kGpuSigmoidZero). At 0.35 the
 // general form's error reached 1.21 of the bound at float arguments near x = -1.2
@@ -406,12 +405,14 @@ GELU_HD GpuTerms<F> gpu_logistic(F x) {
     const F w = v + F(kRatio);  // exact for bfloat16 t >= 1/4 (and harmless below)
     const F tw = t * w;
     F tw_lo = fma(t, w, -tw);
-    if constexpr (kArgBits > 8) {
-      // w's rounding error, exact while v <= kRatio, that is x >= kGpuTanhPairFloor.
-      F w_lo = (F(kRatio) - w) + v;
-      if constexpr (kArgBits > 12) w_lo = w_lo + fma(t, t, -v);
-      tw_lo = fma(t, w_lo, tw_lo);
-      r.usable &= x >= F(kGpuTanhPairFloor);
+    if constexpr (kArgBits > 12) {
+      // w's rounding error (Fast2Sum, the larger of v and kRatio first), and v's.
+      const F w_lo = select(v <= F(kRatio), (F(kRatio) - w) + v, (v - w) + F(kRatio));
+      tw_lo = fma(t, w_lo + fma(t, t, -v), tw_lo);
+    } else if constexpr (kArgBits > 8) {
+      // w's rounding error: exact for v <= kRatio (Fast2Sum), and 0, exactly, above, where
+      // v + kRatio of a float16 t (v a multiple of 2^-16, kRatio of 2^-17, below 2^7) is exact.
+      tw_lo = fma(t, (F(kRatio) - w) + v, tw_lo);
     }
     m = F(kA3) * tw;
     m_lo = fma(F(kA3), tw, -m);
