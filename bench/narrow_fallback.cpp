@@ -62,11 +62,11 @@ bool settled(const float* in, uint16_t (*round16)(float)) {
   for (int k = 0; k < kOutputs; ++k) ok &= math::gpu_rounds_surely<kBFloat16>(out[k]);
   (void)round16;
   // The fallback's second look (cuda/gelu_cuda.cu's apply_second_look), whose cost is left out
-  // of the counts: the bias forward's large positive sums, settled without f, and float16's
-  // subnormal results.
-  float below;
-  if constexpr (P == Pass::kBiasForward)
-    ok |= math::settles_large_sum<A, kBFloat16>(in[0], in[1], below);
+  // of the counts: the bias passes' large positive sums, settled without f or f', and
+  // float16's subnormal results.
+  float settled_value;
+  if constexpr (P == Pass::kBiasForward || P == Pass::kBiasBackward)
+    ok |= math::settles_large_sum<P, A, kBFloat16>(in, settled_value);
   if (!kBFloat16 && !ok) {
     ok = math::GpuNarrowPass<P, A, kArgBits>::apply(in, out);
     for (int k = 0; k < kOutputs; ++k) ok &= math::gpu_rounds_surely_anywhere<false>(out[k]);

@@ -295,7 +295,8 @@ def test_bias_sums_that_float_cannot_hold(emulated, dtype, approximate):
 def test_bias_sums_at_midpoints_and_large(emulated, dtype, approximate):
     """The bias passes at sums the narrow path leaves to its fallback's second look: 16-bit
     midpoints from 2 to 200 (x a 16-bit value, b half its unit), large sums that are not
-    midpoints, and sums from -12 to -2, whose float16 results run through its subnormals."""
+    midpoints, and sums from -12 to -2, whose float16 results run through its subnormals; the
+    backward's gradients from 1/8 to 4 in magnitude."""
     every = all_values(dtype).double()
     v = every[(every >= 2) & (every < 200)]
     half_unit = (v.to(dtype).view(torch.int16) + 1).view(dtype).double() - v
@@ -309,7 +310,7 @@ def test_bias_sums_at_midpoints_and_large(emulated, dtype, approximate):
     x = torch.cat([v, large, negative]).to(dtype)
     b = torch.cat([half_unit / 2, cycled(small, len(large)), cycled(small, len(negative))])
     b = b.to(dtype)
-    grad = torch.ones_like(x)
+    grad = cycled(every[(every.abs() >= 2.0**-3) & (every.abs() < 4)][::5], len(x)).to(dtype)
     for pass_name, inputs in [("bias_forward", [x, b]), ("bias_backward", [grad, x, b])]:
         check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, x.shape,
                    f"{len(x)} midpoint, large and negative sums")

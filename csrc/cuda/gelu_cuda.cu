@@ -185,7 +185,7 @@ __device__ __forceinline__ bool apply_float_path(const typename Storage<D>::T (*
 
 // The fallback's second look at a 16-bit element the narrow path left, before the path that
 // settles every element, out of line so that the loop keeps its registers (it is rare):
-// - the bias forward's large positive sums, settled without f (math::settles_large_sum);
+// - the bias passes' large positive sums, settled without f or f' (math::settles_large_sum);
 // - float16 results in its subnormal range, which the narrow path's own test leaves: the narrow
 //   path's values again, with the test that sees float16's subnormal grid
 //   (math::gpu_rounds_surely_anywhere).
@@ -199,16 +199,19 @@ struct Retested {
   Floats<N> values;  // to be rounded to the 16-bit type
   bool sure;
 };
-template <Pass P, Approximate A, DType D>
-constexpr bool kSecondLook = is_16_bit(D) && (P == Pass::kBiasForward || D == DType::kFloat16);
+constexpr bool is_bias_pass(Pass pass) {
+  return pass == Pass::kBiasForward || pass == Pass::kBiasBackward;
+}
+template <Pass P, DType D>
+constexpr bool kSecondLook = is_16_bit(D) && (is_bias_pass(P) || D == DType::kFloat16);
 
 template <Pass P, Approximate A, DType D>
 __device__ __noinline__ Retested<pass_rule(P).outputs> second_look(Floats<pass_rule(P).inputs> a,
                                                                    bool subnormal) {
   constexpr bool kBFloat16 = D == DType::kBFloat16;
   Retested<pass_rule(P).outputs> r{};
-  if constexpr (P == Pass::kBiasForward) {
-    r.sure = math::settles_large_sum<A, kBFloat16>(a.v[0], a.v[1], r.values.v[0]);
+  if constexpr (is_bias_pass(P)) {
+    r.sure = math::settles_large_sum<P, A, kBFloat16>(a.v, r.values.v[0]);
     if (r.sure) return r;
   }
   if (!kBFloat16 && subnormal) {
@@ -224,7 +227,7 @@ __device__ __noinline__ Retested<pass_rule(P).outputs> second_look(Floats<pass_r
 template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ bool apply_second_look(const typename Storage<D>::T (*in)[N],
                                                   typename Storage<D>::T (*out)[N], int e) {
-  if constexpr (kSecondLook<P, A, D>) {
+  if constexpr (kSecondLook<P, D>) {
     using T = typename Storage<D>::T;
     constexpr PassRule kRule = pass_rule(P);
     // float16 results are retested only where one is stored as a subnormal or zero.
@@ -233,7 +236,7 @@ __device__ __forceinline__ bool apply_second_look(const typename Storage<D>::T (
 #pragma unroll
       for (int k = 0; k < kRule.outputs; ++k)
         subnormal |= (bits_of(out[k][e]) & 0x7C00u) == 0;
-      if (P != Pass::kBiasForward && !subnormal) return false;
+      if (!is_bias_pass(P) && !subnormal) return false;
     }
     Floats<kRule.inputs> a;
 #pragma unroll

@@ -570,26 +570,39 @@ GELU_HD bool gpu_rounds_surely_anywhere(float v) {
   }
 }
 
-// The 16-bit bias forward at a large positive sum x = a + b, without computing f: f(x) < x, and
+// The 16-bit bias passes at a large positive sum x = a + b, without computing f or f':
+// - forward: f(x) < x, and
 //   - from x = 5 in every form, x - f(x) < 2^-11 x (sigmoid at 5: 2.0e-4 x), below a 16-bit unit
 //     of x, so where x is a 16-bit midpoint, f(x) rounds to the value below x;
 //   - from x = 5.5 (exact form), 5 (tanh), 10 (sigmoid), x - f(x) < 2^-24 x, below a float unit
-//     of x, so f(x) lies between the float below x and x, where no rounding boundary lies.
-// Either way f(x) rounds as the float below x does, which `below` is given. Returns whether the
-// element is so settled (the float sum exact, x in one of those cases). The narrow path leaves
-// these sums (the midpoints, within its bound of x; beyond its core domain, every one): with
-// this test first, its fallback runs the double path for 0.2% of the elements of normal data of
-// sigma 2 in place of 1.9% (bfloat16, exact form; bench/narrow_fallback.cpp).
-template <Approximate A, bool kBFloat16>
-GELU_HD bool settles_large_sum(float a, float b, float& below) {
-  constexpr float kAnySum =
-      A == Approximate::kNone ? 5.5f : A == Approximate::kTanh ? 5.0f : 10.0f;
-  constexpr uint32_t kLowBits = kBFloat16 ? 0xFFFFu : 0x1FFFu;  // below the type's last bit
-  constexpr uint32_t kMidpoint = kBFloat16 ? 0x8000u : 0x1000u;
-  const float x = a + b;
-  below = x * 0x1.fffffep-1f;
-  const bool midpoint = (bit_cast<uint32_t>(x) & kLowBits) == kMidpoint;
-  return ((x - a) == b) & ((x - b) == a) & (x >= 5.0f) & (midpoint | (x >= kAnySum));
+//     of x, so f(x) lies between the float below x and x, where no rounding boundary lies;
+//   either way f(x) rounds as the float below x does, which `out` is given;
+// - backward: f'(x) > 1, and from x = 5 (exact, tanh) or 7.5 (sigmoid) f'(x) - 1 < 2^-12 (mpmath:
+//   7.1e-6, 1.5e-6 and 3.4e-5 there), below half a 16-bit unit of any value, so grad f'(x)
+//   rounds to grad itself, which `out` is given.
+// Returns whether the element is so settled (the float sum exact, x in one of those cases). The
+// narrow path leaves these sums (the forward's midpoints within its bound of x; beyond its core
+// domain, every one): with this test first, its fallback runs the double path for 0.5% of the
+// bfloat16 bias forward's elements of normal data of sigma 2 in place of 1.9% (exact form;
+// bench/narrow_fallback.cpp).
+template <Pass P, Approximate A, bool kBFloat16>
+GELU_HD bool settles_large_sum(const float* in, float& out) {
+  static_assert(P == Pass::kBiasForward || P == Pass::kBiasBackward, "the bias passes");
+  constexpr PassRule kRule = pass_rule(P);
+  const float a = in[kRule.argument], b = in[kRule.argument + 1], x = a + b;
+  const bool exact = ((x - a) == b) & ((x - b) == a);
+  if constexpr (P == Pass::kBiasBackward) {
+    out = in[0];
+    return exact & (x >= (A == Approximate::kSigmoid ? 7.5f : 5.0f));
+  } else {
+    constexpr float kAnySum =
+        A == Approximate::kNone ? 5.5f : A == Approximate::kTanh ? 5.0f : 10.0f;
+    constexpr uint32_t kLowBits = kBFloat16 ? 0xFFFFu : 0x1FFFu;  // below the type's last bit
+    constexpr uint32_t kMidpoint = kBFloat16 ? 0x8000u : 0x1000u;
+    out = x * 0x1.fffffep-1f;
+    const bool midpoint = (bit_cast<uint32_t>(x) & kLowBits) == kMidpoint;
+    return exact & (x >= 5.0f) & (midpoint | (x >= kAnySum));
+  }
 }
 #endif  // GELU_DEVICE_FORMS
 
