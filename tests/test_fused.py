@@ -104,6 +104,18 @@ def test_bias_gelu_16_bit_with_many_fallbacks(device, approximate, dtype):
     assert_sums_rows(grad_bias, grad_input)
 
 
+def midpoint_sums(dtype, low, high, device):
+    """Bias operands whose sums are the 16-bit midpoints above each 16-bit value v in [low, high):
+    x = v (one row), b = half of v's ulp. Returns v, the half ulps (float64), x and b."""
+    v = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
+    v = v[(v >= low) & (v < high)]
+    half_ulp = ulp(v, dtype) / 2
+    x = v.to(dtype).to(device).view(1, -1)
+    b = half_ulp.to(dtype).to(device)
+    assert torch.equal(x.cpu().double().flatten() + b.cpu().double(), v + half_ulp)  # midpoints
+    return v, half_ulp, x, b
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_bias_gelu_rounds_down_at_16_bit_midpoints(device, approximate, dtype):
     # Each sum x + b is the midpoint above a 16-bit value v in [6, 200): x = v, b = half of v's
@@ -111,12 +123,7 @@ def test_bias_gelu_rounds_down_at_16_bit_midpoints(device, approximate, dtype):
     # half an ulp, so the correctly rounded result is v itself. (Beyond z = 8.2, or 7.1 for
     # tanh, gelu(z) rounds to z in double: rounding z then picks the even neighbour, v or the
     # value above it.)
-    v = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
-    v = v[(v >= 6) & (v < 200)]
-    half_ulp = ulp(v, dtype) / 2
-    x = v.to(dtype).to(device).view(1, -1)
-    b = half_ulp.to(dtype).to(device)
-    assert torch.equal(x.cpu().double().flatten() + b.cpu().double(), v + half_ulp)  # midpoints
+    v, half_ulp, x, b = midpoint_sums(dtype, 6, 200, device)
     y = gelu_ext.bias_gelu(x, b, approximate).cpu().double().flatten()
     wrong = (y != v).nonzero().flatten()
     assert wrong.numel() == 0, (
@@ -131,13 +138,8 @@ def test_bias_gelu_16_bit_midpoints_across_the_narrow_core(device, approximate, 
     # beyond 8 (9 for tanh and sigmoid) the double path does. Every result must be the correctly
     # rounded one, whichever side of the midpoint gelu(z) reaches (for the sigmoid form near 4,
     # z - gelu(z) exceeds half a float16 ulp).
-    v = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).double()
-    v = v[(v >= 2) & (v < 12)]
-    half_ulp = ulp(v, dtype) / 2
-    x = v.to(dtype).to(device).view(1, -1)
-    b = half_ulp.to(dtype).to(device)
-    z = x.cpu().double().flatten() + b.cpu().double()
-    assert torch.equal(z, v + half_ulp)  # midpoints
+    v, half_ulp, x, b = midpoint_sums(dtype, 2, 12, device)
+    z = v + half_ulp
     f, _ = exact(z, approximate, dtype)
     y = gelu_ext.bias_gelu(x, b, approximate).cpu().flatten()
     assert_ulps(y, f, FORWARD_ULPS[dtype], f"bias_gelu {dtype} at midpoints", z,

@@ -189,14 +189,14 @@ __device__ __forceinline__ bool apply_float_path(const typename Storage<D>::T (*
 // - float16 results in its subnormal range, which the narrow path's own test leaves: the narrow
 //   path's values again, with the test that sees float16's subnormal grid
 //   (math::gpu_rounds_surely_anywhere).
-// Operands travel by value, as arrays passed by pointer would go to local memory.
-template <int N>
-struct Floats {
-  float v[N];
+// Operands travel by value (Values), as arrays passed by pointer would go to local memory.
+template <class T, int N>
+struct Values {
+  T v[N];
 };
 template <int N>
 struct Retested {
-  Floats<N> values;  // to be rounded to the 16-bit type
+  Values<float, N> values;  // to be rounded to the 16-bit type
   bool sure;
 };
 constexpr bool is_bias_pass(Pass pass) {
@@ -206,8 +206,8 @@ template <Pass P, DType D>
 constexpr bool kSecondLook = is_16_bit(D) && (is_bias_pass(P) || D == DType::kFloat16);
 
 template <Pass P, Approximate A, DType D>
-__device__ __noinline__ Retested<pass_rule(P).outputs> second_look(Floats<pass_rule(P).inputs> a,
-                                                                   bool subnormal) {
+__device__ __noinline__ Retested<pass_rule(P).outputs> second_look(
+    Values<float, pass_rule(P).inputs> a, bool subnormal) {
   constexpr bool kBFloat16 = D == DType::kBFloat16;
   Retested<pass_rule(P).outputs> r{};
   if constexpr (is_bias_pass(P)) {
@@ -238,7 +238,7 @@ __device__ __forceinline__ bool apply_second_look(const typename Storage<D>::T (
         subnormal |= (bits_of(out[k][e]) & 0x7C00u) == 0;
       if (!is_bias_pass(P) && !subnormal) return false;
     }
-    Floats<kRule.inputs> a;
+    Values<float, kRule.inputs> a;
 #pragma unroll
     for (int k = 0; k < kRule.inputs; ++k) a.v[k] = narrow_input(in[k], e);
     const Retested<kRule.outputs> r = second_look<P, A, D>(a, subnormal);
@@ -301,16 +301,11 @@ __device__ __forceinline__ bool apply_bounded(const typename Storage<D>::T (*in)
 }
 
 // float64's double-double path (fallback of the pair path) out of line: rare, and long, so that
-// the loop keeps the pair path's registers and instruction cache. Operands travel by value, as
-// arrays passed by pointer would go to local memory.
-template <int N>
-struct Doubles {
-  double v[N];
-};
+// the loop keeps the pair path's registers and instruction cache. Operands travel by value.
 template <Pass P, Approximate A>
-__device__ __noinline__ Doubles<pass_rule(P).outputs> settle_out_of_line(
-    Doubles<pass_rule(P).inputs> a) {
-  Doubles<pass_rule(P).outputs> b;
+__device__ __noinline__ Values<double, pass_rule(P).outputs> settle_out_of_line(
+    Values<double, pass_rule(P).inputs> a) {
+  Values<double, pass_rule(P).outputs> b;
   math::PathPass<fallback(NumericPath::kF64Pair), P, A>::apply(a.v, b.v);
   return b;
 }
@@ -322,7 +317,7 @@ template <Pass P, Approximate A, DType D, int N>
 __device__ __forceinline__ void apply_pair(const typename Storage<D>::T (*in)[N],
                                            typename Storage<D>::T (*out)[N], int e) {
   constexpr PassRule kRule = pass_rule(P);
-  Doubles<kRule.inputs> a;
+  Values<double, kRule.inputs> a;
   math::Bounded<double> b[kRule.outputs];
 #pragma unroll
   for (int k = 0; k < kRule.inputs; ++k) a.v[k] = in[k][e];
@@ -334,7 +329,7 @@ __device__ __forceinline__ void apply_pair(const typename Storage<D>::T (*in)[N]
     holds &= b[k].error == 0.0;
   }
   if (holds) return;
-  const Doubles<kRule.outputs> settled = settle_out_of_line<P, A>(a);
+  const Values<double, kRule.outputs> settled = settle_out_of_line<P, A>(a);
 #pragma unroll
   for (int k = 0; k < kRule.outputs; ++k) out[k][e] = settled.v[k];
 }

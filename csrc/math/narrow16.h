@@ -486,7 +486,7 @@ struct GpuNarrowPass {
     if constexpr (kRule.argument_is_sum) {
       const F a = in[kRule.argument], b = in[kRule.argument + 1];
       x = a + b;
-      usable = ((x - a) == b) & ((x - b) == a);
+      usable = sum_is_exact(a, b, x);
     } else {
       x = in[kRule.argument];
     }
@@ -562,11 +562,11 @@ GELU_HD bool gpu_rounds_surely_anywhere(float v) {
   if constexpr (kBFloat16) {
     return gpu_rounds_surely<true>(v);
   } else {
+    if (fabsf(v) >= 0x1p-14f) return gpu_rounds_surely<false>(v);
     const float w = v * 0x1p24f;
     const float boundary = floorf(w) + 0.5f;
-    const bool far_in_subnormals = fabsf(w - boundary) > fabsf(w) * kGpuNarrowRelativeError;
-    return (fabsf(v) < 0x1p-14f) ? far_in_subnormals & ((fabsf(v) >= kGpuNarrowSmallest) | (v == 0.0f))
-                                 : gpu_rounds_surely<false>(v);
+    const bool far = fabsf(w - boundary) > fabsf(w) * kGpuNarrowRelativeError;
+    return far & ((fabsf(v) >= kGpuNarrowSmallest) | (v == 0.0f));
   }
 }
 
@@ -590,7 +590,7 @@ GELU_HD bool settles_large_sum(const float* in, float& out) {
   static_assert(P == Pass::kBiasForward || P == Pass::kBiasBackward, "the bias passes");
   constexpr PassRule kRule = pass_rule(P);
   const float a = in[kRule.argument], b = in[kRule.argument + 1], x = a + b;
-  const bool exact = ((x - a) == b) & ((x - b) == a);
+  const bool exact = sum_is_exact(a, b, x);
   if constexpr (P == Pass::kBiasBackward) {
     out = in[0];
     return exact & (x >= (A == Approximate::kSigmoid ? 7.5f : 5.0f));
@@ -599,7 +599,7 @@ GELU_HD bool settles_large_sum(const float* in, float& out) {
         A == Approximate::kNone ? 5.5f : A == Approximate::kTanh ? 5.0f : 10.0f;
     constexpr uint32_t kLowBits = kBFloat16 ? 0xFFFFu : 0x1FFFu;  // below the type's last bit
     constexpr uint32_t kMidpoint = kBFloat16 ? 0x8000u : 0x1000u;
-    out = x * 0x1.fffffep-1f;
+    out = narrow_upper_limit(x);  // the float below x
     const bool midpoint = (bit_cast<uint32_t>(x) & kLowBits) == kMidpoint;
     return exact & (x >= 5.0f) & (midpoint | (x >= kAnySum));
   }
