@@ -18,6 +18,11 @@ in the same run, and the speed-up of gelu_ext over each baseline.
   and its baselines take turns, a call each per round, so that drift in the machine's speed
   affects them alike. Inputs rotate among enough buffers to exceed --rotate-mb, so that caches
   do not flatter small sizes.
+- GPU: a call timed alone starts on an idle GPU, so its time includes the host's work to
+  launch its kernels (Python, the dispatcher, the launches), which at a few MB takes longer than
+  the kernels. The "graph" columns time the kernels alone: up to 8 calls, on as many input sets,
+  captured in a CUDA graph and replayed back to back (implementations that cannot be captured
+  show n/a).
 - Data: x (and the bias, and geglu's gate and up) from N(0, sigma^2), sigma = 2 unless --sigma
   says otherwise; output gradients from N(0, 1). F.gelu's speed does not depend on the values;
   gelu_ext's 16-bit kernels redo the few elements whose fast result they cannot round, so theirs
@@ -185,6 +190,48 @@ class Timer:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
+    def graph_medians(self, make_calls, calls, replays=15):
+        """CUDA: median seconds per call of each fn(i) of make_calls(), i = 0 .. calls - 1,
+        replayed from a CUDA graph: the GPU's time for the kernels alone, back to back, without
+        the host's time to launch them (which time_call includes). The calls are made, warmed up
+        and captured on one side stream, so that the kernels of a backward run where the capture
+        is. None for an implementation whose calls cannot be captured (the error is printed).
+        The implementations take turns, one replay each."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        graphs = {}
+        with torch.cuda.stream(side):
+            fns = make_calls()
+            for name, fn in fns.items():
+                try:
+                    for i in range(calls):  # warm-up off the default stream, as capture asks
+                        fn(i)
+                    side.synchronize()
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph, stream=side):
+                        for i in range(calls):
+                            fn(i)
+                    graph.replay()
+                    graphs[name] = graph
+                except Exception as error:  # noqa: BLE001: a failure leaves this column empty
+                    print(f"# {name}: no CUDA graph ({type(error).__name__}: {error})",
+                          file=sys.stderr)
+                torch.cuda.synchronize()
+        times = {name: [] for name in graphs}
+        for _ in range(replays):
+            for name, graph in graphs.items():
+                begin = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                begin.record()
+                graph.replay()
+                end.record()
+                end.synchronize()
+                times[name].append(begin.elapsed_time(end) * 1e-3 / calls)
+        del graphs, fns
+        torch.cuda.synchronize()
+        return {name: statistics.median(times[name]) if name in times else None
+                for name in ("gelu_ext", "eager", "compile")}
+
 
 def copy_bandwidth(device, timer, nbytes=1 << 28):
     x = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_()
@@ -205,30 +252,43 @@ def input_sets(op_name, variant, shape, dtype, device, rotate_bytes, sigma):
     return sets
 
 
-def time_passes(timer, pass_name, sets):
-    """Median time of one pass for each implementation (the keys of Op.implementations)."""
+def pass_calls(pass_name, sets):
+    """The calls to time of one pass, fn(i) for each implementation (the keys of
+    Op.implementations), i choosing the input set. The backward alone differentiates graphs
+    built here, on the current stream, where its kernels then run."""
     fns = sets[0][0].implementations()
     pick = lambda items, i: items[i % len(items)]  # noqa: E731: rotate among the input sets
     if pass_name == "forward":
-        calls = {impl: (lambda i, fn=fn: fn(*pick(sets, i)[0].leaves)) for impl, fn in fns.items()}
-    elif pass_name == "forward+backward":
+        return {impl: (lambda i, fn=fn: fn(*pick(sets, i)[0].leaves)) for impl, fn in fns.items()}
+    if pass_name == "forward+backward":
         def forward_backward(i, fn):
             op, grad = pick(sets, i)
             leaves = [t.detach().requires_grad_() for t in op.leaves]
             return torch.autograd.grad(fn(*leaves), leaves, grad)
-        calls = {impl: (lambda i, fn=fn: forward_backward(i, fn)) for impl, fn in fns.items()}
-    else:  # backward alone: autograd.grad through graphs built once, kept with retain_graph
-        def graphs(fn):
-            built = []
-            for op, grad in sets:
-                leaves = [t.detach().requires_grad_() for t in op.leaves]
-                built.append((fn(*leaves), leaves, grad))
-            return built
-        def backward(i, built):
-            y, leaves, grad = pick(built, i)
-            return torch.autograd.grad(y, leaves, grad, retain_graph=True)
-        calls = {impl: (lambda i, built=graphs(fn): backward(i, built)) for impl, fn in fns.items()}
-    return timer.medians(calls)
+        return {impl: (lambda i, fn=fn: forward_backward(i, fn)) for impl, fn in fns.items()}
+
+    def graphs(fn):  # backward alone: autograd.grad through graphs built once, retained
+        built = []
+        for op, grad in sets:
+            leaves = [t.detach().requires_grad_() for t in op.leaves]
+            built.append((fn(*leaves), leaves, grad))
+        return built
+
+    def backward(i, built):
+        y, leaves, grad = pick(built, i)
+        return torch.autograd.grad(y, leaves, grad, retain_graph=True)
+    return {impl: (lambda i, built=graphs(fn): backward(i, built)) for impl, fn in fns.items()}
+
+
+def time_passes(timer, pass_name, sets):
+    """Median time of one pass for each implementation; on the GPU also (as "<impl>_graph") its
+    kernels' time, replayed from a CUDA graph of up to 8 calls (each keeps its outputs in the
+    graph's memory) on as many input sets."""
+    times = timer.medians(pass_calls(pass_name, sets))
+    if timer.device == "cuda":
+        device = timer.graph_medians(lambda: pass_calls(pass_name, sets), min(len(sets), 8))
+        times.update({f"{impl}_graph": t for impl, t in device.items()})
+    return times
 
 
 def run(args):
@@ -261,11 +321,21 @@ def run(args):
                    compile_gbps=moved / times["compile"] / 1e9,
                    pct_copy=100 * bw / copy_bw, vs_eager=times["eager"] / times["gelu_ext"],
                    vs_compile=times["compile"] / times["gelu_ext"])
+        if device == "cuda":
+            graph = {impl: times[f"{impl}_graph"] for impl in ("gelu_ext", "eager", "compile")}
+            ratio = lambda a, b: a / b if a and b else float("nan")  # noqa: E731
+            row.update(gelu_ext_graph_ms=(graph["gelu_ext"] or float("nan")) * 1e3,
+                       graph_pct_copy=ratio(100 * moved / copy_bw, graph["gelu_ext"]),
+                       graph_vs_eager=ratio(graph["eager"], graph["gelu_ext"]),
+                       graph_vs_compile=ratio(graph["compile"], graph["gelu_ext"]))
         rows.append(row)
         print(f"{op_name:<10}{pass_name:<17}{variant:<8}{dtype_name:<9}{row['shape']:>13}"
               f"{row['gelu_ext_ms']:>9.3f}m{row['eager_ms']:>9.3f}m{row['compile_ms']:>9.3f}m"
               f"{row['gelu_ext_gbps']:>8.1f}{row['pct_copy']:>6.0f}%{row['vs_eager']:>8.2f}x"
-              f"{row['vs_compile']:>10.2f}x   [{n}/{len(cases)}]", flush=True)
+              f"{row['vs_compile']:>10.2f}x" + (
+                  f"   graph: {row['gelu_ext_graph_ms']:.3f}m {row['graph_pct_copy']:.0f}% "
+                  f"{row['graph_vs_eager']:.2f}x {row['graph_vs_compile']:.2f}x"
+                  if device == "cuda" else "") + f"   [{n}/{len(cases)}]", flush=True)
     return rows, copy_bw
 
 
@@ -326,14 +396,28 @@ def write_outputs(rows, copy_bw, args):
              "- memory: " + describe_memory(),
              f"- data: N(0, {args.sigma:g}^2)", "",
              "Times are medians in ms; speed-up = baseline time / gelu_ext time; bandwidth counts "
-             "the fewest bytes each pass must move.", "",
-             "| op | pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | "
-             "gelu_ext GB/s | % of copy | vs eager | vs compile |", "|" + "---|" * 12]
+             "the fewest bytes each pass must move."]
+    header = ("| op | pass | variant | dtype | shape | gelu_ext ms | eager ms | compile ms | "
+              "gelu_ext GB/s | % of copy | vs eager | vs compile |")
+    cuda = args.device == "cuda"
+    if cuda:
+        lines += ["", "On the GPU, each call is timed from an idle GPU, so its time includes the "
+                  "host's work to launch it; the graph columns replay up to 8 calls from a CUDA "
+                  "graph: the kernels' own time, back to back."]
+        header += " graph: gelu_ext ms | graph: % of copy | graph: vs eager | graph: vs compile |"
+    lines += ["", header, "|" + "---|" * (16 if cuda else 12)]
     for r in rows:
-        lines.append(f"| {r['op']} | {r['pass_']} | {r['variant']} | {r['dtype']} | {r['shape']} | "
-                     f"{r['gelu_ext_ms']:.3f} | {r['eager_ms']:.3f} | {r['compile_ms']:.3f} | "
-                     f"{r['gelu_ext_gbps']:.1f} | {r['pct_copy']:.0f}% | {r['vs_eager']:.2f}x | "
-                     f"{r['vs_compile']:.2f}x |")
+        line = (f"| {r['op']} | {r['pass_']} | {r['variant']} | {r['dtype']} | {r['shape']} | "
+                f"{r['gelu_ext_ms']:.3f} | {r['eager_ms']:.3f} | {r['compile_ms']:.3f} | "
+                f"{r['gelu_ext_gbps']:.1f} | {r['pct_copy']:.0f}% | {r['vs_eager']:.2f}x | "
+                f"{r['vs_compile']:.2f}x |")
+        if cuda:
+            shown = lambda v, form: "n/a" if math.isnan(v) else form.format(v)  # noqa: E731
+            line += (f" {shown(r['gelu_ext_graph_ms'], '{:.3f}')} | "
+                     f"{shown(r['graph_pct_copy'], '{:.0f}%')} | "
+                     f"{shown(r['graph_vs_eager'], '{:.2f}x')} | "
+                     f"{shown(r['graph_vs_compile'], '{:.2f}x')} |")
+        lines.append(line)
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     plotted = False
