@@ -178,6 +178,13 @@ def refit_narrow_exp():
     return [to_float32(c) for c in fit(lambda r: mp.exp(r), -0.35, 0.35, 6, {0: 1, 1: 1})[2:]]
 
 
+def refit_relative_exp2():
+    fixed = {0: 1.0}
+    for p in range(1, 7):
+        fixed[p] = to_float32(fit(lambda r: mp.power(2, r), -0.5, 0.5, 6, dict(fixed))[p])
+    return [fixed[p] for p in range(7)]
+
+
 def narrow_tail_target(v):
     """W(v) = R(t) (t + 2.5) for v = (t - 2.5) / (t + 2.5)."""
     t = 2.5 * (1 + v) / (1 - v)
@@ -467,6 +474,11 @@ ENTRIES = [
          text="f32_via_f32: K'(z) ~ k1 + z (a + b z) on the same interval, {a, b} in float, the "
               "factor of z's low part; absolute error",
          measure=lambda v: measure_mills_slope(v), refit=refit_mills_slope),
+    dict(name="kRelativeExp2Poly", kind="float", required=-27.0,
+         text="narrow16_relative on AVX-512: 2^r = P(r) on |r| <= 1/2, P(0) = 1, in float (where "
+              "the GPU has ex2.approx); relative error",
+         measure=lambda v: measure_poly(v, lambda r: mp.power(2, r), -0.5, 0.5),
+         refit=refit_relative_exp2),
     dict(name="kGpuRoots", kind="float", required=-45.0,
          text="narrow16 on the GPU: t0, the zero of S(t) = R(t) - t/sqrt(2 pi) (the exact form's "
               "f' at x = -t0), and the zeros x0 of the tanh and sigmoid forms' f', each as a "

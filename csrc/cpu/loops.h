@@ -248,6 +248,39 @@ struct Kernel {
     redo_failed(p, i, redo, failed);
   }
 
+  // narrow16_relative: the GPU's forms on float lanes, each output within one relative bound of
+  // the exact value, tested on its value alone (N::relative_rounds_surely); the bias passes'
+  // large sums settled without f or f' (math::settles_large_sum), untested.
+  __attribute__((always_inline)) static void relative_step(char* const* p, int64_t i, Redo& redo) {
+    using F = typename N::F;
+    F in[kIn], out[kOut];
+    for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
+    const auto usable = math::GpuNarrowPass<P, A, 24>::apply(in, out);
+    auto settled = LaneMask<N>{};
+    if constexpr (kRule.argument_is_sum) {
+      const F a = in[kRule.argument], b = in[kRule.argument + 1], x = a + b;
+      const auto exact = math::sum_is_exact(a, b, x);
+      if constexpr (P == Pass::kBiasBackward) {
+        settled = exact & (x >= F(A == Approximate::kSigmoid ? 7.5f : 5.0f));
+        out[0] = select(settled, in[0], out[0]);
+      } else {
+        constexpr float kAnySum =
+            A == Approximate::kNone ? 5.5f : A == Approximate::kTanh ? 5.0f : 10.0f;
+        settled = exact & (x >= F(5.0f)) & (N::is_boundary(As<T>(), x) | (x >= F(kAnySum)));
+        out[0] = select(settled, math::narrow_upper_limit(x), out[0]);
+      }
+    }
+    uint32_t failed = 0;
+    for (int k = 0; k < kOut; ++k) {
+      typename N::Bits rounded;
+      const auto sure =
+          (usable & N::relative_rounds_surely(As<T>(), out[k], settled, rounded)) | settled;
+      failed |= static_cast<uint16_t>(~sure.m);
+      N::store(reinterpret_cast<T*>(p[k]) + i, rounded);
+    }
+    redo_failed(p, i, redo, failed);
+  }
+
   // 16-bit data have only 65536 inputs. narrow16_result_table looks each result up in a table of
   // all of them, which the narrow path (with its redo) computes on first use; narrow16_term_tables
   // look up f and f' with their error bounds, as the narrow path computes them, and go on as it
@@ -255,6 +288,7 @@ struct Kernel {
   static constexpr bool kResultTable = kPath == NumericPath::kNarrow16ResultTable;
   static constexpr bool kTermTables = kPath == NumericPath::kNarrow16TermTables;
   static constexpr bool kCubic = kPath == NumericPath::kNarrow16Cubic;
+  static constexpr bool kRelative = kPath == NumericPath::kNarrow16Relative;
 
   static const uint16_t* result_table() {
     static uint16_t table[kInputs16 + 1];  // + 1: AVX-512 gathers read 4 bytes per entry
@@ -303,6 +337,7 @@ struct Kernel {
                                                   Table table) {
     if constexpr (kResultTable || kTermTables) lookup_step(p, i, redo, table);
     else if constexpr (kCubic) interpolate_step(p, i, redo, table);
+    else if constexpr (kRelative) relative_step(p, i, redo);
     else if constexpr (kBounded) bounded_step(p, i, redo);
     else vector(p, i);
   }

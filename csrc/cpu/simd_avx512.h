@@ -113,7 +113,10 @@ GELU_SIMD MaskF operator>=(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v
 // Unordered: true where either side is NaN, like the scalar operator.
 GELU_SIMD MaskF operator!=(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_NEQ_UQ)}; }
 GELU_SIMD MaskF operator==(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_EQ_OQ)}; }
+GELU_SIMD MaskF operator<=(VecF a, VecF b) { return MaskF{_mm512_cmp_ps_mask(a.v, b.v, _CMP_LE_OQ)}; }
 GELU_SIMD MaskF operator&(MaskF a, MaskF b) { return MaskF{static_cast<__mmask16>(a.m & b.m)}; }
+GELU_SIMD MaskF operator|(MaskF a, MaskF b) { return MaskF{static_cast<__mmask16>(a.m | b.m)}; }
+GELU_SIMD MaskF& operator&=(MaskF& a, MaskF b) { return a = a & b; }
 GELU_SIMD VecF select(MaskF c, VecF a, VecF b) { return VecF(_mm512_mask_blend_ps(c.m, b.v, a.v)); }
 GELU_SIMD VecF at_most_each(VecF x, VecF ceiling) { return VecF(_mm512_min_ps(ceiling.v, x.v)); }
 
@@ -129,6 +132,21 @@ GELU_SIMD VecF approximate_reciprocal(VecF d) {
   const __m512 y = _mm512_rcp14_ps(d.v);
   return VecF(_mm512_fmadd_ps(y, _mm512_fnmadd_ps(d.v, y, _mm512_set1_ps(1.0f)), y));
 }
+
+// The relative-bound forms' exponential and reciprocal (math/narrow16.h, GpuNarrowPass), within
+// the errors their bound allows the GPU's ex2.approx and rcp.approx: 2 and 1 units in the last
+// place from the correctly rounded result (tools/check_cpu_relative.cpp checks both at every
+// float argument they take).
+// 2^u for u in [-126, 0]: 2^k 2^r, k = u rounded to an integer, r = u - k exact in [-1/2, 1/2].
+GELU_SIMD VecF gpu_exp2(VecF u) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: u + kRound is k + kRound
+  const VecF shifted = u + VecF(kRound);
+  const VecF r = u - (shifted - VecF(kRound));
+  return times_pow2(math::horner(r, math::kRelativeExp2Poly_host), shifted);
+}
+GELU_SIMD VecF gpu_reciprocal(VecF d) { return approximate_reciprocal(d); }
+// x for x > 0, else -0 (+0 for +0): max(-0, x) keeps its second operand unless the first is larger.
+GELU_SIMD VecF positive_part(VecF x) { return VecF(_mm512_max_ps(_mm512_set1_ps(-0.0f), x.v)); }
 
 // 16 lanes of the narrow path (float16, bfloat16).
 struct NarrowLanes {
@@ -199,6 +217,45 @@ struct NarrowLanes {
   GELU_SIMD static Bits round_sure(As<BFloat16>, VecF v) {
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(
         _mm512_add_epi32(_mm512_castps_si512(v.v), _mm512_set1_epi32(0x8000)), 16));
+  }
+  // The relative-bound forms' test and rounding (math/narrow16.h, GpuNarrowPass): the lanes whose
+  // value v, within kGpuNarrowRelativeError of the exact value, surely rounds as it does, and
+  // every lane of v rounded, to nearest as it is in the lanes `settled` (whose v needs no test).
+  // bfloat16: no rounding boundary within kGpuUlps units in the last place of v, on the bits
+  // as gpu_rounds_surely tests it (v rounded half away from zero, as round_sure: that differs
+  // from to-nearest-even only at boundaries, which fail the test). float16: v -+ the bound round
+  // alike, the upper end stored (the conversion sees float16's subnormal grid, which a test on
+  // the bits would not); the bound is 0 in the settled lanes. Both: v at least
+  // kGpuNarrowSmallest, or 0, below which the bound may fail.
+  GELU_SIMD static MaskF relative_rounds_surely(As<BFloat16>, VecF v, MaskF settled,
+                                                Bits& rounded) {
+    const __m512i u = _mm512_castps_si512(v.v);
+    constexpr uint32_t kUlps = math::kGpuUlps;
+    const __m512i offset = _mm512_slli_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(int(kUlps - 0x8000u))), 16);
+    const __mmask16 near = _mm512_cmplt_epu32_mask(offset, _mm512_set1_epi32(int((2 * kUlps + 1) << 16)));
+    rounded = round_sure(As<BFloat16>(), v);
+    (void)settled;
+    return MaskF{static_cast<__mmask16>(~near)} & sized(v);
+  }
+  GELU_SIMD static MaskF relative_rounds_surely(As<Float16> type, VecF v, MaskF settled,
+                                                Bits& rounded) {
+    const VecF bound =
+        select(settled, VecF(0.0f), fabs(v) * VecF(math::kGpuNarrowRelativeError));
+    rounded = round(type, v + bound);
+    const __mmask16 apart = _mm256_cmpneq_epi16_mask(round(type, v - bound), rounded);
+    return MaskF{static_cast<__mmask16>(~apart)} & sized(v);
+  }
+  GELU_SIMD static MaskF sized(VecF v) {
+    return (fabs(v) >= VecF(math::kGpuNarrowSmallest)) | (v == VecF(0.0f));
+  }
+  // The lanes where x's bits below the 16-bit type's last bit are half their range: x is a
+  // rounding boundary of the type.
+  template <class T>
+  GELU_SIMD static MaskF is_boundary(As<T>, VecF x) {
+    constexpr uint32_t kLow = std::is_same<T, BFloat16>::value ? 0xFFFFu : 0x1FFFu;
+    return MaskF{static_cast<__mmask16>(~_mm512_cmpneq_epi32_mask(
+        _mm512_and_si512(_mm512_castps_si512(x.v), _mm512_set1_epi32(int(kLow))),
+        _mm512_set1_epi32(int((kLow + 1) / 2))))};
   }
   template <class T>
   GELU_SIMD static void store(T* p, Bits bits) {

@@ -20,9 +20,10 @@
 
 // GELU_DEVICE_FORMS selects the forms of the math written for the GPU where they differ from the
 // CPU's: forms that keep a CUDA kernel straight-line and in registers (no subroutine call, whose
-// caller-saved registers spill to local memory; no long-lived coefficient sets), and the 16-bit
-// narrow path's forms built on the GPU's approximate instructions (math/gpu_approximate.h). Device
-// code always has it; host builds that run the kernels' own arithmetic define it too
+// caller-saved registers spill to local memory; no long-lived coefficient sets), and the GPU's
+// approximate instructions, or their host stand-ins, for the 16-bit narrow path's GPU forms
+// (math/gpu_approximate.h; the forms themselves serve the AVX-512 CPU too). Device code always
+// has it; host builds that run the kernels' own arithmetic define it too
 // (tests/test_cuda_emulated.py, tools/check_narrow_bounds.cpp --device, bench/narrow_fallback.cpp),
 // so that what they check is what the GPU computes. CPU kernels never have it.
 #if defined(__CUDA_ARCH__) && !defined(GELU_DEVICE_FORMS)

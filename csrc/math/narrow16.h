@@ -307,9 +307,10 @@ struct NarrowPass {
   }
 };
 
-#if defined(GELU_DEVICE_FORMS)
 // ---------------------------------------------------------------------------------------------
-// The GPU's narrow path. Its outputs carry one relative bound, kGpuNarrowRelativeError, wherever
+// The GPU's narrow path, which the AVX-512 CPU kernels also take for the 16-bit bias passes
+// (narrow16_relative, math/route.h), with their own exponential and reciprocal within the same
+// errors (cpu/simd_avx512.h). Its outputs carry one relative bound, kGpuNarrowRelativeError, wherever
 // an element is usable (in its core domain, its bias sum and factor product exact), so that the
 // kernels' rounding test reads the value's bits alone (cuda/gelu_cuda.cu): far cheaper than
 // rounding value -+ error twice. Both the exponential and the reciprocal are the GPU's
@@ -344,8 +345,10 @@ constexpr float kGpuCoreExact = 8.5f, kGpuCoreLogistic = 9.0f;
 // (tools/check_narrow_bounds.cpp -DGELU_DEVICE_FORMS).
 constexpr float kGpuZeroHalfWidth = 0.6f;
 
+#if defined(GELU_DEVICE_FORMS)
 using gpu_lanes::GpuPair;
 using gpu_lanes::GpuPairMask;
+#endif
 
 // The masks of float lanes are bools.
 template <class F>
@@ -604,7 +607,6 @@ GELU_HD bool settles_large_sum(const float* in, float& out) {
     return exact & (x >= 5.0f) & (midpoint | (x >= kAnySum));
   }
 }
-#endif  // GELU_DEVICE_FORMS
 
 // Whether a float v within 0.6 unit in its last place of the exact value (the float path's f)
 // rounds to the exact value's 16-bit rounding: no rounding boundary of the type, a float far

@@ -23,6 +23,8 @@ enum class NumericPath : int {
   kNarrow16TermTables,  // kNarrow16's f and f' with their bounds for every 16-bit input, looked
                         //   up, then kNarrow16's products and rounding test
   kNarrow16Cubic,       // kNarrow16's rounding test on the cubic cells' f or f' (narrow16.h)
+  kNarrow16Relative,    // kNarrow16's GPU forms (GpuNarrowPass): one relative bound for every
+                        //   output, tested on the value alone; redone by kF32ViaF64
 };
 
 // CUDA architectures whose FP64 runs at 1/32 (7.5) or 1/64 (8.6, 8.7, 8.9, 12.x) of FP32: there
@@ -39,7 +41,8 @@ constexpr bool is_16_bit(DType dtype) {
 
 // Builds that measure what a CPU mechanism earns (bench/, never the default) may turn one off:
 // -DGELU_ROUTE_NO_TABLES (16-bit inputs computed by narrow16, not looked up), -DGELU_ROUTE_NO_CUBIC
-// (the 16-bit bias passes by narrow16), -DGELU_ROUTE_NO_F64_PAIR (float64 by double-double).
+// (the 16-bit bias passes by narrow16), -DGELU_ROUTE_NO_RELATIVE (the AVX-512 16-bit bias passes by
+// narrow16), -DGELU_ROUTE_NO_F64_PAIR (float64 by double-double).
 #if defined(GELU_ROUTE_NO_TABLES)
 constexpr bool kRouteTables = false;
 #else
@@ -50,6 +53,11 @@ constexpr bool kRouteCubic = false;
 #else
 constexpr bool kRouteCubic = true;
 #endif
+#if defined(GELU_ROUTE_NO_RELATIVE)
+constexpr bool kRouteRelative = false;
+#else
+constexpr bool kRouteRelative = true;
+#endif
 #if defined(GELU_ROUTE_NO_F64_PAIR)
 constexpr bool kRouteF64Pair = false;
 #else
@@ -59,7 +67,6 @@ constexpr bool kRouteF64Pair = true;
 // The path of (device, dtype, pass, form). arch: the CPU's instruction set (CpuIsa), or the CUDA
 // architecture as __CUDA_ARCH__ gives it (860 for compute capability 8.6; 0 in host code).
 constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate form, int arch) {
-  (void)form;
   const PassRule rule = pass_rule(pass);
   const bool second_derivative = (needs(pass) & math::kNeedD2) != 0;
   if (dtype == DType::kFloat32)
@@ -73,9 +80,17 @@ constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate f
   if (second_derivative) return NumericPath::kF32ViaF64;
   // The bias passes' argument x + b is a float: no table of 16-bit inputs serves it. Cubic cells
   // beat computing on AVX2, whose 8 lanes make the narrow functions dear; with 16 lanes and slow
-  // gathers, AVX-512 computes faster (bench/kernel_alone.cpp, both ISAs on one Zen 4 host).
-  if (rule.argument_is_sum)
-    return kRouteCubic && arch != kIsaAvx512 ? NumericPath::kNarrow16Cubic : NumericPath::kNarrow16;
+  // gathers, AVX-512 computes faster (bench/kernel_alone.cpp, both ISAs on one Zen 4 host), and
+  // there the GPU's forms, whose test reads the value alone, beat narrow16's two roundings for
+  // bfloat16 and for float16's exact form; float16's logistic forms, whose test is cheap and
+  // whose GPU forms are dearer, stay narrow16 (docs/performance.md).
+  if (rule.argument_is_sum) {
+    if (arch == kIsaAvx512)
+      return kRouteRelative && (dtype == DType::kBFloat16 || form == Approximate::kNone)
+                 ? NumericPath::kNarrow16Relative
+                 : NumericPath::kNarrow16;
+    return kRouteCubic ? NumericPath::kNarrow16Cubic : NumericPath::kNarrow16;
+  }
   if (!kRouteTables) return NumericPath::kNarrow16;
   return pass == Pass::kForward ? NumericPath::kNarrow16ResultTable
                                 : NumericPath::kNarrow16TermTables;
@@ -88,7 +103,8 @@ constexpr NumericPath fallback(NumericPath path) {
     case NumericPath::kNarrow16:
     case NumericPath::kNarrow16ResultTable:
     case NumericPath::kNarrow16TermTables:
-    case NumericPath::kNarrow16Cubic: return NumericPath::kF32ViaF64;
+    case NumericPath::kNarrow16Cubic:
+    case NumericPath::kNarrow16Relative: return NumericPath::kF32ViaF64;
     default: return path;
   }
 }
@@ -113,6 +129,7 @@ constexpr const char* path_name(NumericPath path) {
     case NumericPath::kNarrow16ResultTable: return "narrow16_result_table";
     case NumericPath::kNarrow16TermTables: return "narrow16_term_tables";
     case NumericPath::kNarrow16Cubic: return "narrow16_cubic";
+    case NumericPath::kNarrow16Relative: return "narrow16_relative";
   }
   return "?";
 }

@@ -71,6 +71,10 @@ GELU_EMU __m512d min_pd(__m512d a, __m512d b) {
   for (int i = 0; i < 8; ++i) a[i] = a[i] < b[i] ? a[i] : b[i];
   return a;
 }
+GELU_EMU __m512 max_ps(__m512 a, __m512 b) {
+  for (int i = 0; i < 16; ++i) a[i] = a[i] > b[i] ? a[i] : b[i];
+  return a;
+}
 GELU_EMU __m512d max_pd(__m512d a, __m512d b) {
   for (int i = 0; i < 8; ++i) a[i] = a[i] > b[i] ? a[i] : b[i];
   return a;
@@ -252,6 +256,7 @@ GELU_EMU bool compare(double a, double b, int predicate) {
     case _CMP_EQ_OQ: return !unordered && a == b;
     case _CMP_LT_OQ: return !unordered && a < b;
     case _CMP_GT_OQ: return !unordered && a > b;
+    case _CMP_LE_OQ: return !unordered && a <= b;
     case _CMP_GE_OQ: return !unordered && a >= b;
     case _CMP_NEQ_OQ: return !unordered && a != b;
     case _CMP_NEQ_UQ: return unordered || a != b;
@@ -399,6 +404,8 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_min_ps gelu_avx512_emulation::min_ps
 #undef _mm512_min_pd
 #define _mm512_min_pd gelu_avx512_emulation::min_pd
+#undef _mm512_max_ps
+#define _mm512_max_ps gelu_avx512_emulation::max_ps
 #undef _mm512_max_pd
 #define _mm512_max_pd gelu_avx512_emulation::max_pd
 #undef _mm512_abs_ps
