@@ -69,14 +69,13 @@ void check(const char* name, uint32_t first, uint32_t end, double limit, Apply a
 
 // f and f' of form A in the CPU's lanes at the floats of both signs whose magnitude bits are
 // multiples of step, up to the core domain's end: the largest relative error of each term to its
-// value, as a fraction of the term bound (check_narrow_bounds.cpp's measure: where the element is
-// usable and the term a normal float, or 0, which the exact value must round to in 16 bits).
+// value, as a fraction of the term bound (gpu_term_relative_error, as check_narrow_bounds.cpp
+// measures the GPU's), where the element is usable.
 template <Approximate A>
 void check_forms(uint64_t step) {
   using cpu::avx512::VecF;
   const float core = A == Approximate::kNone ? math::kGpuCoreExact : math::kGpuCoreLogistic;
   const uint64_t top = bits_of(core);
-  constexpr double kTermBound = (math::kGpuNarrowRelativeError - 0x1p-24) / (1 + 0x1p-24);
   std::vector<double> worst[2] = {std::vector<double>(kThreads), std::vector<double>(kThreads)};
   std::vector<float> at[2] = {std::vector<float>(kThreads), std::vector<float>(kThreads)};
   std::vector<uint64_t> usable(kThreads);
@@ -102,15 +101,10 @@ void check_forms(uint64_t step) {
         for (int k = 0; k < 2; ++k) {
           const float value = k ? d1[j] : f[j];
           const ld want = k ? exact.d1 : exact.f;
-          double relative;
-          // A zero is right where the exact value rounds to it in 16 bits (at most half of
-          // bfloat16's least subnormal, 2^-133): f of an argument below 2^-148, which
-          // underflows, as narrow16.h says.
-          if (value == 0.0f) relative = fabsl(want) <= 0x1p-134L && signbit(value) == signbit(want)
-                                            ? 0.0 : INFINITY;
-          else if (fabsf(value) < 0x1p-126f) continue;
-          else relative = static_cast<double>(fabsl(value - want) / fabsl(value));
-          if (!(relative / kTermBound <= worst[k][id])) worst[k][id] = relative / kTermBound, at[k][id] = x[j];
+          const double relative = gpu_term_relative_error(value, want);
+          if (relative < 0) continue;
+          if (!(relative / kGpuTermBound <= worst[k][id]))
+            worst[k][id] = relative / kGpuTermBound, at[k][id] = x[j];
         }
       }
     }

@@ -119,9 +119,6 @@ float from_float16(uint16_t h) {  // exact, without F16C
   return (h & 0x8000) ? -magnitude : magnitude;
 }
 
-constexpr float kGpuTermBound =
-    (math::kGpuNarrowRelativeError - 0x1p-24f) / (1.0f + 0x1p-24f);
-
 template <Approximate A, int kArgBits>
 void check_gpu(uint64_t step) {
   const float core = A == Approximate::kNone ? math::kGpuCoreExact : math::kGpuCoreLogistic;
@@ -139,10 +136,8 @@ void check_gpu(uint64_t step) {
       for (int k = 0; k < 2; ++k) {
         const float value = k ? t.d1 : t.f;
         const ld want = k ? exact.d1 : exact.f;
-        double relative;
-        if (value == 0.0f) relative = want == 0 ? 0.0 : INFINITY;
-        else if (fabsf(value) < 0x1p-126f) continue;
-        else relative = static_cast<double>(fabsl(value - want) / fabsl(value));
+        const double relative = gpu_term_relative_error(value, want);
+        if (relative < 0) continue;
         largest_relative[k][id] = fmax(largest_relative[k][id], relative);
         worst[k][id].see(relative / kGpuTermBound, x);
       }

@@ -258,17 +258,10 @@ struct Kernel {
     const auto usable = math::GpuNarrowPass<P, A, 24>::apply(in, out);
     auto settled = LaneMask<N>{};
     if constexpr (kRule.argument_is_sum) {
-      const F a = in[kRule.argument], b = in[kRule.argument + 1], x = a + b;
-      const auto exact = math::sum_is_exact(a, b, x);
-      if constexpr (P == Pass::kBiasBackward) {
-        settled = exact & (x >= F(A == Approximate::kSigmoid ? 7.5f : 5.0f));
-        out[0] = select(settled, in[0], out[0]);
-      } else {
-        constexpr float kAnySum =
-            A == Approximate::kNone ? 5.5f : A == Approximate::kTanh ? 5.0f : 10.0f;
-        settled = exact & (x >= F(5.0f)) & (N::is_boundary(As<T>(), x) | (x >= F(kAnySum)));
-        out[0] = select(settled, math::narrow_upper_limit(x), out[0]);
-      }
+      const F x = in[kRule.argument] + in[kRule.argument + 1];
+      F settled_value;
+      settled = math::settles_large_sum<P, A>(in, x, N::is_boundary(As<T>(), x), settled_value);
+      out[0] = select(settled, settled_value, out[0]);
     }
     uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {

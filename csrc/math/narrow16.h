@@ -310,10 +310,10 @@ struct NarrowPass {
 // ---------------------------------------------------------------------------------------------
 // The GPU's narrow path, which the AVX-512 CPU kernels also take for the 16-bit bias passes
 // (narrow16_relative, math/route.h), with their own exponential and reciprocal within the same
-// errors (cpu/simd_avx512.h). Its outputs carry one relative bound, kGpuNarrowRelativeError, wherever
-// an element is usable (in its core domain, its bias sum and factor product exact), so that the
-// kernels' rounding test reads the value's bits alone (cuda/gelu_cuda.cu): far cheaper than
-// rounding value -+ error twice. Both the exponential and the reciprocal are the GPU's
+// errors (cpu/simd_avx512.h). Its outputs carry one relative bound, kGpuNarrowRelativeError,
+// wherever an element is usable (in its core domain, its bias sum and factor product exact), so
+// that the kernels' rounding test reads the value's bits alone (cuda/gelu_cuda.cu): far cheaper
+// than rounding value -+ error twice. Both the exponential and the reciprocal are the GPU's
 // approximate instructions (gpu_approximate.h), and the forms are chosen so that every term keeps
 // a relative error bound:
 // - exact: Q(t) = exp(-t^2/2) R(t) with R (t + 2.5) a polynomial in y = t / (t + 2.5) (kGpuTail),
@@ -588,24 +588,33 @@ GELU_HD bool gpu_rounds_surely_anywhere(float v) {
 // domain, every one): with this test first, its fallback runs the double path for 0.5% of the
 // bfloat16 bias forward's elements of normal data of sigma 2 in place of 1.9% (exact form;
 // bench/narrow_fallback.cpp).
-template <Pass P, Approximate A, bool kBFloat16>
-GELU_HD bool settles_large_sum(const float* in, float& out) {
+// In any lanes: x = a + b as the caller formed it, and where x is a rounding boundary of the
+// 16-bit type (which the lanes test on its bits).
+template <Pass P, Approximate A, class F, class M>
+GELU_HD M settles_large_sum(const F* in, F x, M x_is_boundary, F& out) {
   static_assert(P == Pass::kBiasForward || P == Pass::kBiasBackward, "the bias passes");
   constexpr PassRule kRule = pass_rule(P);
-  const float a = in[kRule.argument], b = in[kRule.argument + 1], x = a + b;
-  const bool exact = sum_is_exact(a, b, x);
+  const M exact = sum_is_exact(in[kRule.argument], in[kRule.argument + 1], x);
   if constexpr (P == Pass::kBiasBackward) {
     out = in[0];
-    return exact & (x >= (A == Approximate::kSigmoid ? 7.5f : 5.0f));
+    return exact & (x >= F(A == Approximate::kSigmoid ? 7.5f : 5.0f));
   } else {
     constexpr float kAnySum =
         A == Approximate::kNone ? 5.5f : A == Approximate::kTanh ? 5.0f : 10.0f;
-    constexpr uint32_t kLowBits = kBFloat16 ? 0xFFFFu : 0x1FFFu;  // below the type's last bit
-    constexpr uint32_t kMidpoint = kBFloat16 ? 0x8000u : 0x1000u;
     out = narrow_upper_limit(x);  // the float below x
-    const bool midpoint = (bit_cast<uint32_t>(x) & kLowBits) == kMidpoint;
-    return exact & (x >= 5.0f) & (midpoint | (x >= kAnySum));
+    return exact & (x >= F(5.0f)) & (x_is_boundary | (x >= F(kAnySum)));
   }
+}
+
+// One float element (the GPU's second look).
+template <Pass P, Approximate A, bool kBFloat16>
+GELU_HD bool settles_large_sum(const float* in, float& out) {
+  constexpr PassRule kRule = pass_rule(P);
+  const float x = in[kRule.argument] + in[kRule.argument + 1];
+  constexpr uint32_t kLowBits = kBFloat16 ? 0xFFFFu : 0x1FFFu;  // below the type's last bit
+  constexpr uint32_t kMidpoint = kBFloat16 ? 0x8000u : 0x1000u;
+  const bool boundary = (bit_cast<uint32_t>(x) & kLowBits) == kMidpoint;
+  return settles_large_sum<P, A>(in, x, boundary, out);
 }
 
 // Whether a float v within 0.6 unit in its last place of the exact value (the float path's f)
