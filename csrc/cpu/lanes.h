@@ -9,7 +9,7 @@
 //                         combines masks), and the free functions (found by argument-dependent lookup)
 //                           fma(V, V, V)  fabs(V)  with_sign_of(V v, V x)  select(M, V, V)
 //                           at_least(V, double)  at_most(V, double)  at_most_each(V, V)
-//                           times_pow2(V, V shifted)  times_pow2_normal(V, V shifted)
+//                           times_pow2(V, V shifted)  times_pow2_normal(V, V shifted, V k)
 //                           binary_exponent(V)  table_row(V) -> R  table_entry(column, R) -> V
 //                         (math/common.h and math/f64_double_double.h say what each computes;
 //                         every operation IEEE-rounded, so that all backends give one result)
@@ -90,7 +90,7 @@ GELU_LANE_REQUIREMENT(DoubleFunctions,
                       at_least(value<V<L>>(), 0.0), at_most(value<V<L>>(), 0.0),
                       at_most_each(value<V<L>>(), value<V<L>>()),
                       times_pow2(value<V<L>>(), value<V<L>>()),
-                      times_pow2_normal(value<V<L>>(), value<V<L>>()))
+                      times_pow2_normal(value<V<L>>(), value<V<L>>(), value<V<L>>()))
 GELU_LANE_REQUIREMENT(DoubleTables,
                       table_entry(value<const double[16]>(),
                                   table_row(binary_exponent(value<V<L>>()))))

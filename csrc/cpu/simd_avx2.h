@@ -69,7 +69,7 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
 // the math's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
 // and adding them to value's exponent field (modulo 2^12, into the bits above it) adds k, the
 // product being normal.
-GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted) {
+GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted, Vec /*k*/) {
   const __m256i k = _mm256_slli_epi64(_mm256_castpd_si256(shifted.v), 52);
   return Vec(_mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(value.v), k)));
 }

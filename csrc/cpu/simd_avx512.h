@@ -66,12 +66,9 @@ GELU_SIMD Vec times_pow2(Vec value, Vec shifted) {
   return Vec(_mm512_mul_pd(value.v, _mm512_castsi512_pd(_mm512_slli_epi64(k, 52))));
 }
 
-// the math's times_pow2_normal: the low 12 bits of shifted's significand are k modulo 2^12,
-// and adding them to value's exponent field (modulo 2^12, into the bits above it) adds k, the
-// product being normal.
-GELU_SIMD Vec times_pow2_normal(Vec value, Vec shifted) {
-  const __m512i k = _mm512_slli_epi64(_mm512_castpd_si512(shifted.v), 52);
-  return Vec(_mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(value.v), k)));
+// the math's times_pow2_normal: one scaling instruction by k (exact, the product being normal).
+GELU_SIMD Vec times_pow2_normal(Vec value, Vec /*shifted*/, Vec k) {
+  return Vec(_mm512_scalef_pd(value.v, k.v));
 }
 
 // floor(log2 x) for normal positive x (the double-double path's interval index).

@@ -164,9 +164,10 @@ GELU_HD double times_pow2(double value, double shifted) {
   constexpr int64_t kShiftedBits = 0x4338000000000000;  // bits of 1.5 * 2^52
   return value * bit_cast<double>((bit_cast<int64_t>(shifted) - kShiftedBits + 1023) << 52);
 }
-// value * 2^k as times_pow2, where the product is known to be a normal double (the SIMD lanes add
-// k to the exponent field instead of multiplying).
-GELU_HD double times_pow2_normal(double value, double shifted) {
+// value * 2^k as times_pow2, where the product is known to be a normal double, and k is also
+// given as a double (shifted - kRoundToInteger), for lanes that scale by it in one instruction
+// (the other SIMD lanes add k to the exponent field instead of multiplying).
+GELU_HD double times_pow2_normal(double value, double shifted, double /*k*/) {
   return times_pow2(value, shifted);
 }
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].

@@ -26,7 +26,7 @@ GELU_HD V exp_nonpositive(V a, V shifted) {
   const V r = fma(k, V(-kLn2), a);
   const V r2 = r * r;
   const V p = horner(r, GELU_TABLE(kExpPoly));
-  return times_pow2_normal(fma(r2, p, V(1.0) + r), shifted);  // e^r in [0.7, 1.5]: normal
+  return times_pow2_normal(fma(r2, p, V(1.0) + r), shifted, k);  // e^r in [0.7, 1.5]: normal
 }
 template <class V>
 GELU_HD V exp_nonpositive(V a) {
@@ -34,25 +34,24 @@ GELU_HD V exp_nonpositive(V a) {
   return exp_nonpositive(a, fma(a, V(kLog2e), V(kRoundToInteger)));
 }
 
-// kExpPoly for w = -2r in place of r: P(-w/2)/4 = sum of c[i] (-1)^i 2^-(i+2) w^i. Each step of
-// Horner's rule in w is the step in r times a power of two, so that the result has the same bits.
-constexpr double exp_poly_in_w(int i) {
-  return kExpPoly_host[i] * (i % 2 ? -1.0 : 1.0) / static_cast<double>(int64_t(1) << (i + 2));
+// -kExpPoly for w = -2r in place of r: -P(-w/2)/4 = -sum of c[i] (-1)^i 2^-(i+2) w^i. Each step
+// of Horner's rule in w is the step in r times a power of two, negated, so that the result has the
+// same bits, negated.
+constexpr double negated_exp_poly_in_w(int i) {
+  return kExpPoly_host[i] * (i % 2 ? 1.0 : -1.0) / static_cast<double>(int64_t(1) << (i + 2));
 }
-GELU_COEFFICIENTS(kExpPolyInW, exp_poly_in_w(0), exp_poly_in_w(1), exp_poly_in_w(2),
-                  exp_poly_in_w(3), exp_poly_in_w(4), exp_poly_in_w(5))
+GELU_COEFFICIENTS(kNegatedExpPolyInW, negated_exp_poly_in_w(0), negated_exp_poly_in_w(1),
+                  negated_exp_poly_in_w(2), negated_exp_poly_in_w(3), negated_exp_poly_in_w(4),
+                  negated_exp_poly_in_w(5))
 
-// Shifting by this in place of kRoundToInteger puts k + 2048 in shifted, whose low 12 bits then
-// also carry the sign bit into times_pow2 and times_pow2_normal: they return -value 2^k.
-constexpr double kRoundToIntegerNegating = kRoundToInteger + 2048.0;
 // Two of negated_gaussian's constants, read from constant memory on the GPU, where as immediates
-// each would cost two moves per use (kRoundToIntegerNegating, unlike kRoundToInteger, has low
-// bits); with the third there too, one rarely used kernel spills.
-GELU_COEFFICIENTS(kGaussianReduction, kRoundToIntegerNegating, 2.0 * kLn2)
+// they would cost moves; with the third there too, one rarely used kernel spills.
+GELU_COEFFICIENTS(kGaussianReduction, kRoundToInteger, 2.0 * kLn2)
 
 // -exp(-t^2/2) for t <= kExactSaturation: the same bits as -exp_nonpositive(-t^2/2), two
 // instructions shorter. w = t^2 + 2 k ln2 = -2r (r as in exp_nonpositive, exactly: the scaling
-// commutes with rounding), so that -t^2/2 is never formed, and the sign comes with the power of 2.
+// commutes with rounding), so that -t^2/2 is never formed, and e^r is computed negated: every
+// step is the plain one's with its signs flipped, which round-to-nearest mirrors exactly.
 template <class V>
 GELU_HD V negated_gaussian(V t) {
   const auto& c = GELU_TABLE(kGaussianReduction);
@@ -60,8 +59,8 @@ GELU_HD V negated_gaussian(V t) {
   const V shifted = fma(square, V(-0.5 * kLog2e), V(c[0]));
   const V k = shifted - V(c[0]);
   const V w = fma(k, V(c[1]), square);
-  const V p = horner(w, GELU_TABLE(kExpPolyInW));
-  return times_pow2_normal(fma(w * w, p, fma(w, V(-0.5), V(1.0))), shifted);
+  const V p = horner(w, GELU_TABLE(kNegatedExpPolyInW));
+  return times_pow2_normal(fma(w * w, p, fma(w, V(0.5), V(-1.0))), shifted, k);
 }
 
 // R(t) = exp(t^2/2) Q(t) for t >= 0, Q(t) = erfc(t/sqrt2)/2 the upper tail (relative error 2^-33

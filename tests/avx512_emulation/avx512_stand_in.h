@@ -102,6 +102,13 @@ GELU_EMU __m512d getexp_pd(__m512d a) {
   return a;
 }
 
+// x 2^floor(y), rounded once (the kernels' y are integers, of a range where 2^y is normal).
+GELU_EMU __m512d scalef_pd(__m512d x, __m512d y) {
+  for (int i = 0; i < 8; ++i)
+    x[i] = std::isnan(y[i]) ? y[i] : std::ldexp(x[i], static_cast<int>(std::floor(y[i])));
+  return x;
+}
+
 // Integers.
 // Broadcasts (by assignment: 0.0 + v would lose the sign of -0.0).
 template <class Vector, class Element>
@@ -420,6 +427,8 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_rcp14_ps gelu_avx512_emulation::rcp14_ps
 #undef _mm512_getexp_pd
 #define _mm512_getexp_pd gelu_avx512_emulation::getexp_pd
+#undef _mm512_scalef_pd
+#define _mm512_scalef_pd gelu_avx512_emulation::scalef_pd
 #undef _mm512_set1_epi32
 #define _mm512_set1_epi32 gelu_avx512_emulation::set1_epi32
 #undef _mm512_setzero_si512
