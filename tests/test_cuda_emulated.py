@@ -1,9 +1,10 @@
 """The CUDA kernels and launchers of csrc/cuda/gelu_cuda.cu, run on the CPU.
 
-gelu_cuda.cu includes no torch, and its kernels use no shared memory or synchronization, so the
-file also builds as host C++ against the small stand-in for the CUDA runtime in
-tests/cuda_emulation/include, with each launch rewritten as a loop over blocks and threads. That
-runs every kernel's indexing, vector loads and stores, tails, strided offsets and dispatch where
+gelu_cuda.cu includes no torch, so the file also builds as host C++ against the small stand-in
+for the CUDA runtime in tests/cuda_emulation/include, with each launch rewritten as a loop over
+blocks and their warps, each warp's lanes as fibers that wait for one another at every warp
+collective (a collective not every lane reaches fails the launch). That runs every kernel's
+indexing, vector loads and stores, tails, strided offsets, deferred fallback and dispatch where
 no GPU is visible, and checks them against the CPU kernels, element by element. The build has
 the math's device forms (GELU_DEVICE_FORMS), so it runs the arithmetic the GPU runs, except for
 the GPU's approximate exp2 and reciprocal, whose bits no CPU reproduces: their stand-ins err by the
@@ -314,6 +315,55 @@ def test_bias_sums_at_midpoints_and_large(emulated, dtype, approximate):
     for pass_name, inputs in [("bias_forward", [x, b]), ("bias_backward", [grad, x, b])]:
         check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, x.shape,
                    f"{len(x)} midpoint, large and negative sums")
+
+
+
+def subnormal_result_inputs(pass_name, approximate):
+    """The float16 inputs whose result (f, or f' for the backward with unit gradients) is a
+    float16 subnormal: the narrow path leaves every one of them to its fallback."""
+    x = all_values(torch.float16)
+    x = x[x.isfinite()]
+    f, d1 = reference_and_scales(x, approximate)[:2]
+    value = (f if pass_name == "forward" else d1).abs()
+    return x[(value > 2.0**-24) & (value < 2.0**-14)]
+
+
+@pytest.mark.parametrize("kernel", ["contiguous", "rows"])
+@pytest.mark.parametrize("share", [1.0, 0.3, 0.02])
+@pytest.mark.parametrize("pass_name", ["forward", "backward"])
+def test_narrow_fallback_queue(emulated, pass_name, approximate, share, kernel):
+    """The 16-bit kernels queue each vector the narrow path leaves unsure in its warp's entries,
+    redo 32 of them once 32 or more wait, and redo the rest after the loop. Here a given share of
+    the vectors (all of them: 32 queued every round; 30%: about 10 per round, so that the queue
+    is redone part full and entries move up; 2%: rarely, redone at the end) holds one to eight
+    float16 inputs of subnormal results, at random places, through the contiguous kernel and the
+    rows kernel (the input a column slice of a wider tensor), over four rounds of the grid-stride
+    loop and a fifth that ends inside a warp, whose lanes past the end must still take part."""
+    width = vector_width(torch.float16)
+    rows, cols = 5 * THREADS // 16 - 3, 16 * width  # the fifth round 16 lanes into a warp
+    n = rows * cols
+    generator = torch.Generator().manual_seed(int(share * 100))
+    x = make_inputs(["x"], n, torch.float16, seed=3)[0]
+    pool = subnormal_result_inputs(pass_name, approximate)
+    assert len(pool) > 100
+    vectors = x.view(-1, width)
+    chosen = torch.rand(len(vectors), generator=generator) < share
+    unsure = torch.rand(len(vectors), width, generator=generator) < (
+        torch.randint(1, width + 1, (len(vectors), 1), generator=generator) / width)
+    unsure[:, 0] |= ~unsure.any(dim=1)
+    unsure &= chosen[:, None]
+    picks = torch.randint(0, len(pool), (int(unsure.sum()),), generator=generator)
+    vectors[unsure] = pool[picks]
+    inputs = [x] if pass_name == "forward" else [torch.ones_like(x), x]
+    if kernel == "rows":
+        inputs = [torch.cat([t.view(rows, cols)] * 2, dim=1)[:, :cols] for t in inputs]
+        check_pass(launch_strided, emulated, pass_name, approximate, inputs, (rows, cols),
+                   f"{share:.0%} of vectors unsure")
+    else:
+        check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, (n,),
+                   f"{share:.0%} of vectors unsure")
+    (launch,) = take_launches(emulated)
+    assert launch[0].startswith(f"{kernel}_kernel<") and rounds(launch, n // width) == 5, launch
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES])

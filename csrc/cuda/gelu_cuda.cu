@@ -1,8 +1,9 @@
 // CUDA kernels and launchers. Each element runs the math of its numeric path (gelu_math.h,
 // math/route.h); this file only moves data: 16-byte vector loads and stores on contiguous aligned
 // operands and on rows of them (the fused ops' broadcast bias and halves), a strided path for the
-// rest. Kernels use no shared memory or synchronization, so that tests/test_cuda_emulated.py can
-// run them on the CPU.
+// rest. The narrow path's kernels defer their unsure elements to a queue per warp in shared
+// memory (DeferredVectors); tests/test_cuda_emulated.py runs the kernels on the CPU, each warp's
+// lanes in step at the warp's collective operations.
 
 // The device forms of the math in nvcc's host pass too, where the kernels' templates are parsed
 // (but never run): they name the GPU's narrow forms, which exist only under this macro.
@@ -359,9 +360,11 @@ __device__ __forceinline__ void apply_element(const typename Storage<D>::T (*in)
 }
 
 // One 16-byte vector of every operand: loaded from in[k], the pass applied to each element,
-// stored to out[k].
+// stored to out[k]. On the narrow path the results stored are the narrow path's, and the returned
+// bits name the elements it left unsure, for the warp's deferred fallback (DeferredVectors);
+// elsewhere every element is settled and the result is 0.
 template <Pass P, Approximate A, DType D, class V>
-__device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
+__device__ __forceinline__ uint32_t vector_step(V* const* out, const V* const* in) {
   using T = typename Storage<D>::T;
   constexpr int kVec = sizeof(V) / sizeof(T);
   constexpr int kIn = pass_rule(P).inputs, kOut = pass_rule(P).outputs;
@@ -372,11 +375,9 @@ __device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) in_values[k][e] = loaded.v[e];
   }
+  // The elements to redo as bits of a word: one predicated instruction each.
+  uint32_t unsure = 0;
   if constexpr (kNarrow<P, A, D>) {
-    // One branch for the vector: the fallback is rare, and each element's own would cost three
-    // instructions (the branch and its convergence barrier) on the common path. The elements to
-    // redo as bits of a word: one predicated instruction each.
-    uint32_t unsure = 0;
     if constexpr (kPackedLanes) {
 #pragma unroll
       for (int e = 0; e < kVec; e += 2)
@@ -385,13 +386,6 @@ __device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e)
         if (!apply_narrow<P, A, D, kVec>(in_values, out_values, e)) unsure |= 1u << e;
-    }
-    if (unsure != 0) {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        if ((unsure & (1u << e)) && !apply_second_look<P, A, D, kVec>(in_values, out_values, e))
-          apply_settling<P, A, D, kVec>(in_values, out_values, e);
-      }
     }
   } else {
 #pragma unroll
@@ -404,10 +398,94 @@ __device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
     for (int e = 0; e < kVec; ++e) stored.v[e] = out_values[k][e];
     *out[k] = stored;
   }
+  return unsure;
+}
+
+// The narrow path's unsure elements, deferred per warp. Redone where met, they cost the whole warp
+// the fallback at every element slot where one of its 32 lanes needed it (float16 forward on
+// normal data: 6.9% of slots, each some 100 instructions). Instead each lane whose vector holds an
+// unsure element queues the vector (where it lies, and which elements) in its warp's entries of
+// shared memory, and once 32 or more are queued the warp redoes 32 of them together, one lane per
+// vector; after its loop, the rest. The fallback recomputes an element's inputs from memory
+// (outputs never alias inputs), and its result overwrites the narrow path's.
+// Every lane of the warp takes part in add and redo: the kernels' loops run the same number of
+// rounds on each lane of a warp.
+constexpr unsigned kAllLanes = 0xFFFFFFFFu;
+constexpr int kWarpSize = 32;
+// Up to 31 entries wait when a round adds up to 32 more.
+constexpr int kQueueEntries = 2 * kWarpSize;
+
+template <class Position>
+struct DeferredEntry {
+  Position where;
+  uint32_t unsure;  // the elements to redo, as bits
+};
+
+// locate(where, in, out): the element pointers of the first element of the vector at `where`.
+template <Pass P, Approximate A, DType D, class Position, class Locate>
+struct DeferredVectors {
+  using T = typename Storage<D>::T;
+  static constexpr PassRule kRule = pass_rule(P);
+  DeferredEntry<Position>* entries;  // this warp's kQueueEntries
+  Locate locate;
+  int count;  // the same on every lane
+
+  // Queues this lane's vector if `unsure` names elements of it. A full queue is redone first, on
+  // a branch of its own: inside this one, ptxas loads the redo's constants on every round that
+  // queues a vector.
+  __device__ __forceinline__ void add(Position where, uint32_t unsure) {
+    if (count >= kWarpSize) redo();
+    const unsigned queued = __ballot_sync(kAllLanes, unsure != 0);
+    if (queued == 0) return;
+    if (unsure != 0) {
+      const unsigned lanes_below = (1u << (threadIdx.x % kWarpSize)) - 1u;
+      entries[count + __popc(queued & lanes_below)] = DeferredEntry<Position>{where, unsure};
+    }
+    count += __popc(queued);
+  }
+
+  // Redoes the first 32 entries (or all, if fewer) and moves the rest to the front.
+  __device__ __forceinline__ void redo() {
+    __syncwarp();  // the entries and the narrow path's stores, seen by every lane
+    const int lane = threadIdx.x % kWarpSize;
+    if (lane < count) redo_entry(entries[lane]);
+    if (lane + kWarpSize < count) entries[lane] = entries[lane + kWarpSize];
+    __syncwarp();  // the entries moved before others are added
+    count = count > kWarpSize ? count - kWarpSize : 0;
+  }
+
+  __device__ __forceinline__ void finish() {
+    while (count > 0) redo();
+  }
+
+  __device__ __forceinline__ void redo_entry(const DeferredEntry<Position>& entry) {
+    const T* in[kRule.inputs];
+    T* out[kRule.outputs];
+    locate(entry.where, in, out);
+    for (uint32_t unsure = entry.unsure; unsure != 0; unsure &= unsure - 1) {
+      const int e = __ffs(unsure) - 1;
+      T in_values[kRule.inputs][1], out_values[kRule.outputs][1];
+#pragma unroll
+      for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k][e];
+      // The second look reads the narrow path's float16 results (their subnormal range).
+      if constexpr (D == DType::kFloat16) apply_narrow<P, A, D, 1>(in_values, out_values, 0);
+      if (!apply_second_look<P, A, D, 1>(in_values, out_values, 0))
+        apply_settling<P, A, D, 1>(in_values, out_values, 0);
+#pragma unroll
+      for (int k = 0; k < kRule.outputs; ++k) out[k][e] = out_values[k][0];
+    }
+  }
+};
+
+template <Pass P, Approximate A, DType D, class Position, class Locate>
+__device__ __forceinline__ DeferredVectors<P, A, D, Position, Locate> deferred_vectors(
+    DeferredEntry<Position> (*entries)[kQueueEntries], Locate locate) {
+  return DeferredVectors<P, A, D, Position, Locate>{entries[threadIdx.x / kWarpSize], locate, 0};
 }
 
 // Contiguous operands whose addresses are 16-byte aligned: each thread moves 16 bytes per operand
-// per step, in a grid-stride loop; the last n % kVec elements are done one per thread.
+// per step, in a grid-stride loop; the last n % kVec elements are done one per thread. On the
+// narrow path every lane of a warp runs as many rounds as its first lane (DeferredVectors).
 template <Pass P, Approximate A, DType D, class index_t>
 __global__ void contiguous_kernel(Operands ops, index_t n) {
   using T = typename Storage<D>::T;
@@ -417,14 +495,44 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
   const index_t num_vecs = n / kVec;
   const index_t step = static_cast<index_t>(gridDim.x) * kBlockSize;
   const index_t first = static_cast<index_t>(blockIdx.x) * kBlockSize + threadIdx.x;
-  for (index_t v = first; v < num_vecs; v += step) {
-    const V* in[kIn];
-    V* out[kOut];
+  const auto pointers = [&](index_t v, const V** in, V** out) {
 #pragma unroll
     for (int k = 0; k < kIn; ++k) in[k] = reinterpret_cast<const V*>(ops.ptr[kOut + k]) + v;
 #pragma unroll
     for (int k = 0; k < kOut; ++k) out[k] = reinterpret_cast<V*>(ops.ptr[k]) + v;
-    vector_step<P, A, D>(out, in);
+  };
+  if constexpr (kNarrow<P, A, D>) {
+    __shared__ DeferredEntry<index_t> entries[kBlockSize / kWarpSize][kQueueEntries];
+    auto deferred = deferred_vectors<P, A, D, index_t>(
+        entries, [&](index_t v, const T** in, T** out) {
+          const V* vin[kIn];
+          V* vout[kOut];
+          pointers(v, vin, vout);
+#pragma unroll
+          for (int k = 0; k < kIn; ++k) in[k] = vin[k]->v;
+#pragma unroll
+          for (int k = 0; k < kOut; ++k) out[k] = vout[k]->v;
+        });
+    const index_t lane = threadIdx.x % kWarpSize;
+    for (index_t warp_first = first - lane; warp_first < num_vecs; warp_first += step) {
+      const index_t v = warp_first + lane;
+      uint32_t unsure = 0;
+      if (v < num_vecs) {
+        const V* in[kIn];
+        V* out[kOut];
+        pointers(v, in, out);
+        unsure = vector_step<P, A, D>(out, in);
+      }
+      deferred.add(v, unsure);
+    }
+    deferred.finish();
+  } else {
+    for (index_t v = first; v < num_vecs; v += step) {
+      const V* in[kIn];
+      V* out[kOut];
+      pointers(v, in, out);
+      vector_step<P, A, D>(out, in);
+    }
   }
   const index_t i = num_vecs * kVec + first;
   if (i < n) {
@@ -444,6 +552,9 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
 struct RowStrides {
   int32_t bytes[kMaxOperands];
 };
+struct RowColumn {
+  int32_t row, column;
+};
 
 template <Pass P, Approximate A, DType D>
 __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row, int32_t num_rows) {
@@ -456,25 +567,61 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
   const int32_t first = blockIdx.x * kBlockSize + threadIdx.x;
   // Only the row and column go round the loop.
   int32_t row = first / vecs_per_row, column = first - row * vecs_per_row;
-  while (row < num_rows) {
-    const V* in[kIn];
-    V* out[kOut];
+  const auto pointers = [&](int32_t at_row, int32_t at_column, const V** in, V** out) {
 #pragma unroll
     for (int k = 0; k < kIn; ++k) {
       in[k] = reinterpret_cast<const V*>(ops.ptr[kOut + k] +
-                                         static_cast<int64_t>(row) * rows.bytes[kOut + k]) + column;
+                                         static_cast<int64_t>(at_row) * rows.bytes[kOut + k]) +
+              at_column;
     }
 #pragma unroll
     for (int k = 0; k < kOut; ++k) {
-      out[k] = reinterpret_cast<V*>(ops.ptr[k] + static_cast<int64_t>(row) * rows.bytes[k]) +
-               column;
+      out[k] = reinterpret_cast<V*>(ops.ptr[k] + static_cast<int64_t>(at_row) * rows.bytes[k]) +
+               at_column;
     }
-    vector_step<P, A, D>(out, in);
+  };
+  const auto next = [&] {
     row += step_rows;
     column += step_columns;
     if (column >= vecs_per_row) {
       column -= vecs_per_row;
       ++row;
+    }
+  };
+  if constexpr (kNarrow<P, A, D>) {
+    __shared__ DeferredEntry<RowColumn> entries[kBlockSize / kWarpSize][kQueueEntries];
+    auto deferred = deferred_vectors<P, A, D, RowColumn>(
+        entries, [&](RowColumn where, const T** in, T** out) {
+          const V* vin[kIn];
+          V* vout[kOut];
+          pointers(where.row, where.column, vin, vout);
+#pragma unroll
+          for (int k = 0; k < kIn; ++k) in[k] = vin[k]->v;
+#pragma unroll
+          for (int k = 0; k < kOut; ++k) out[k] = vout[k]->v;
+        });
+    // The warp's first lane's vector, which decides the rounds of every lane.
+    const int64_t total = static_cast<int64_t>(vecs_per_row) * num_rows;
+    for (int64_t warp_first = first - threadIdx.x % kWarpSize; warp_first < total;
+         warp_first += step) {
+      uint32_t unsure = 0;
+      if (row < num_rows) {
+        const V* in[kIn];
+        V* out[kOut];
+        pointers(row, column, in, out);
+        unsure = vector_step<P, A, D>(out, in);
+      }
+      deferred.add(RowColumn{row, column}, unsure);
+      next();
+    }
+    deferred.finish();
+  } else {
+    while (row < num_rows) {
+      const V* in[kIn];
+      V* out[kOut];
+      pointers(row, column, in, out);
+      vector_step<P, A, D>(out, in);
+      next();
     }
   }
 }
