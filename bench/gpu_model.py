@@ -98,9 +98,9 @@ SIZES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
 VARIANTS = ("none", "tanh", "sigmoid")
 PASSES = ("forward", "backward")
 FUSED = ("bias_gelu", "bias_gelu backward", "geglu", "geglu backward")
-# The narrow path of 16-bit data sends an element to the double path where its rounding test
-# fails; a warp runs that fallback if any of its 32 lanes needs it. bench/narrow_fallback.cpp
-# measures how often, per pass, form and dtype, on normal data of standard deviation --sigma.
+# The narrow path of 16-bit data leaves an element to its fallback where its rounding test fails;
+# the kernels queue such vectors per warp and redo 32 at a time. bench/narrow_fallback.cpp replays
+# that queue on normal data of standard deviation --sigma, per pass, form and dtype.
 FALLBACK_SOURCE = os.path.join(HERE, "narrow_fallback.cpp")
 FALLBACK_SAMPLES = 1 << 18
 UNFUSED_NOTE = """Eager equivalents: bias_gelu is t = x + b (2 elements moved) then F.gelu(t); its
@@ -110,13 +110,24 @@ grad * up and grad * a (3 each) then F.gelu's backward of (grad * up, gate). The
 kernels around F.gelu are taken at the copy bandwidth."""
 
 
-def warp_fallback(rate):
-    return 1 - (1 - rate) ** 32
+# narrow_fallback.cpp's columns: shares of elements, then weights per warp round.
+FALLBACK_FIELDS = ("unsure", "settling", "doubled", "queueing_rounds", "redos", "iterations",
+                   "settling_iterations", "double_iterations")
+
+
+def assumed_fallback(rate):
+    """narrow_fallback.cpp's figures for elements that fail independently at `rate`: a warp
+    round queues if any of its 32 vectors of 8 has one, a redo every 32 such vectors, one
+    iteration each, and every element on to the double path."""
+    vector = 1 - (1 - rate) ** 8
+    return dict(unsure=rate, settling=rate, doubled=rate, queueing_rounds=1 - (1 - vector) ** 32,
+                redos=vector, iterations=vector, settling_iterations=vector,
+                double_iterations=vector)
 
 
 def measured_fallback(sigma):
-    """{(pass, variant, dtype): (share of elements, share of warps) that take the fallback},
-    from bench/narrow_fallback.cpp, kept in the cache like the cubins."""
+    """{(pass, variant, dtype): {field: value}} (FALLBACK_FIELDS) from bench/narrow_fallback.cpp,
+    kept in the cache like the cubins."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         sys.exit("gpu_model: no C++ compiler for bench/narrow_fallback.cpp (or give "
@@ -138,7 +149,7 @@ def measured_fallback(sigma):
     with open(base + ".tsv") as f:
         for line in f:
             pass_name, variant, dtype, *shares = line.rstrip("\n").split("\t")
-            rates[(pass_name, variant, dtype)] = tuple(float(v) for v in shares)
+            rates[(pass_name, variant, dtype)] = dict(zip(FALLBACK_FIELDS, map(float, shares)))
     return rates
 
 
@@ -168,19 +179,21 @@ def float_path_first(arch, pass_name):
 
 def gelu_ext_counts(cubin, registers, fallback, arch):
     """{(pass, variant, dtype): counts} of gelu_ext's kernels that run on contiguous data; 16-bit
-    kernels include their narrow path's fallback at the share of warps that run it, and its double
-    path at the share that reaches it (fallback: {(pass, variant, dtype): (share of elements,
-    share of warps, the same two of the double path where the float path goes first)})."""
+    kernels include their narrow path's deferred fallback: the enqueue at the share of warp
+    rounds that queue a vector, the redo at its rate per round, its loop at its iterations per
+    round, and its double path at the iterations where a lane needs it (after the float path,
+    where the forward takes that first) (fallback: {(pass, variant, dtype): FALLBACK_FIELDS})."""
     out = {}
     for k in sass_report.kernel_counts(cubin, registers):
         counts = dict(k["per_element"])
         key = (k["pass_name"], k["variant"], k["dtype"])
         if key in fallback:
-            share = fallback[key][1]
-            double_share = fallback[key][3] if float_path_first(arch, key[0]) else share
-            for pipe, n in k["rare"].items():
-                double = k["rare_double"][pipe]
-                counts[pipe] += share * (n - double) + double_share * double
+            f = fallback[key]
+            double = "double_iterations" if float_path_first(arch, key[0]) else "settling_iterations"
+            for part, weight in (("enqueue", f["queueing_rounds"]), ("redo", f["redos"]),
+                                 ("redo_element", f["iterations"]), ("redo_double", f[double])):
+                for pipe, n in k[part].items():
+                    counts[pipe] += weight * n
         counts.update(wide=k["wide"], local=k["local"], registers=k["registers"])
         out[key] = counts
     return out
@@ -334,9 +347,10 @@ def preamble(gpus, fallback_text):
     return ("Model: each kernel runs at the pace of its slowest resource, memory at "
             f"{MEMORY_EFFICIENCY:.0%} of the datasheet bandwidth or a pipe at its lanes per SM "
             "and clock (below; sources in bench/gpu_model.py). Counts are per element of each "
-            "main loop's common path, plus the 16-bit narrow path's fallback at the share of warps "
-            "that run it, and its double path, where the forward's float path goes first, at the "
-            f"share that reaches it ({fallback_text}). Kernels: gelu_ext's contiguous "
+            "main loop's common path, plus the 16-bit narrow path's deferred fallback: the enqueue at "
+            "the share of warp rounds that queue a vector, the redo of 32 queued vectors at its rate "
+            "per round, and its loop over their unsure elements and the double path in it at their "
+            f"iterations per round ({fallback_text}). Kernels: gelu_ext's contiguous "
             "kernels, and the rows kernels of the fused ops; F.gelu: bench/fgelu_standin.cu.\n\n"
             + "\n".join(lines))
 
@@ -349,17 +363,21 @@ def fallback_report(fallback, dtypes):
         for pass_name in PASSES + FUSED:
             cells = []
             for v in VARIANTS:
-                element, warp, double_element, double_warp = fallback[(pass_name, v, dtype)]
-                cell = f"{element:.3%} / {warp:.1%}"
+                f = fallback[(pass_name, v, dtype)]
+                cell = (f"{f['unsure']:.3%} / {f['queueing_rounds']:.0%} / "
+                        f"{f['iterations']:.3f}")
                 if float_path_first("sm_86", pass_name):
-                    cell += f"; double path {double_element:.4%} / {double_warp:.2%}"
+                    cell += f"; double path {f['doubled']:.4%} / {f['double_iterations']:.3f}"
                 cells.append(cell)
             rows.append([dtype, pass_name] + cells)
-    return ("### 16-bit narrow path: elements / warps that take its fallback\n\n"
-            "Where FP64 is slow (compute capability 7.5, 8.6 to 8.9, 12.x), the forward's fallback "
-            "is the float path, and only the elements it leaves go on to the double path: their "
-            "shares follow \"double path\". Elsewhere, and in the other passes, the fallback is the "
-            "double path.\n\n"
+    return ("### 16-bit narrow path: its deferred fallback\n\n"
+            "Per cell: the elements the narrow path leaves unsure / the warp rounds (32 vectors of "
+            "8 elements) that queue one / the redo's iterations per round (each, the most unsure "
+            "elements of any of the 32 vectors redone). Where FP64 is slow (compute capability "
+            "7.5, 8.6 to 8.9, 12.x), the forward's fallback settles by the float path, and only "
+            "what it leaves goes on to the double path: \"double path\", its elements / "
+            "iterations per round. Elsewhere, and in the other passes, the fallback settles by "
+            "the double path.\n\n"
             + table(["dtype", "pass"] + list(VARIANTS), rows))
 
 
@@ -403,7 +421,7 @@ def main():
                          ", in the last table")
     else:
         keys = [(p, v, d) for p in PASSES + FUSED for v in VARIANTS for d in ("bfloat16", "float16")]
-        fallback = {k: (args.fallback_rate, warp_fallback(args.fallback_rate)) * 2 for k in keys}
+        fallback = {k: assumed_fallback(args.fallback_rate) for k in keys}
         fallback_text = f"one element in {1 / args.fallback_rate:.0f} for every pass"
     counts = compile_all(archs, args.jobs, fallback)
     text = (preamble(gpus, fallback_text) + "\n\n" + report(gpus, dtypes, counts) + "\n\n"

@@ -1,11 +1,19 @@
-// How often the 16-bit narrow path sends an element to the double path, for bench/gpu_model.py:
-// the rounding test of the CUDA kernels applied to the narrow path's results (math/narrow16.h) on
-// normally distributed operands, per pass, form and dtype; with -DGELU_DEVICE_FORMS, the GPU's
-// forms and test (their approximate instructions' stand-ins err by the documented maximum), else
-// the CPU's (value - bound and value + bound round to the same 16-bit value). Prints, per case, the share of elements that fail and the share of warps (32 consecutive
-// elements) with a failing element, which run the fallback on a GPU; then the same two shares
-// for the elements that reach the double path where FP64 is slow (the forward's float-path step
-// settles most of the others there).
+// How often the 16-bit narrow path leaves an element to its fallback, and what that costs the
+// CUDA kernels' warps, for bench/gpu_model.py: the rounding test of the kernels applied to the
+// narrow path's results (math/narrow16.h) on normally distributed operands, per pass, form and
+// dtype; with -DGELU_DEVICE_FORMS, the GPU's forms and test (their approximate instructions'
+// stand-ins err by the documented maximum), else the CPU's (value - bound and value + bound round
+// to the same 16-bit value).
+//
+// The kernels queue each 16-byte vector (8 elements) that holds an unsure element in its warp's
+// entries, and once 32 or more wait, redo 32 of them, one lane per vector; after the loop, the
+// rest (gelu_cuda.cu's DeferredVectors). A warp round is 32 consecutive vectors. This replays that queue and prints,
+// per case: the shares of elements that the first test leaves, that the fallback's second look
+// leaves to the settling path, and that reach the double path where FP64 is slow (the forward's
+// float-path step settles most of the others there); then, per warp round, the share of rounds
+// that queue a vector, redos, the redo's element iterations (the most unsure elements of any of
+// its vectors, each), and those of them where some lane runs the settling path and the double
+// path where FP64 is slow.
 //
 //   g++ -O2 -std=c++17 -mf16c -ffp-contract=off -DGELU_DEVICE_FORMS -I csrc \
 //       bench/narrow_fallback.cpp -o narrow_fallback
@@ -17,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -49,11 +58,16 @@ uint16_t to_float16(float v) { return _cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT); }
 float from_bfloat16(uint16_t h) { return from_bits(static_cast<uint32_t>(h) << 16); }
 float from_float16(uint16_t h) { return _cvtsh_ss(h); }
 
-// Whether the narrow path settles an element: the GPU's forms and rounding test where built with
-// -DGELU_DEVICE_FORMS (as bench/gpu_model.py builds this), else the CPU's forms and the test of
-// value -+ bound.
+// Whether the narrow path's rounding test settles an element, and whether the fallback's second
+// look does: the GPU's forms and test where built with -DGELU_DEVICE_FORMS (as
+// bench/gpu_model.py builds this), else the CPU's forms and the test of value -+ bound, and no
+// second look.
+struct Settled {
+  bool first_test, second_look;
+};
+
 template <Pass P, Approximate A, bool kBFloat16>
-bool settled(const float* in, uint16_t (*round16)(float)) {
+Settled settled(const float* in, uint16_t (*round16)(float)) {
   constexpr int kOutputs = gelu_ext::pass_rule(P).outputs;
 #if defined(GELU_DEVICE_FORMS)
   constexpr int kArgBits = gelu_ext::pass_rule(P).argument_is_sum ? 24 : kBFloat16 ? 8 : 11;
@@ -61,24 +75,25 @@ bool settled(const float* in, uint16_t (*round16)(float)) {
   bool ok = math::GpuNarrowPass<P, A, kArgBits>::apply(in, out);
   for (int k = 0; k < kOutputs; ++k) ok &= math::gpu_rounds_surely<kBFloat16>(out[k]);
   (void)round16;
-  // The fallback's second look (cuda/gelu_cuda.cu's apply_second_look), whose cost is left out
-  // of the counts: the bias passes' large positive sums, settled without f or f', and
-  // float16's subnormal results.
+  if (ok) return {true, true};
+  // The second look (cuda/gelu_cuda.cu's apply_second_look): the bias passes' large positive
+  // sums, settled without f or f', and float16's subnormal results.
+  bool second = false;
   float settled_value;
   if constexpr (P == Pass::kBiasForward || P == Pass::kBiasBackward)
-    ok |= math::settles_large_sum<P, A, kBFloat16>(in, settled_value);
-  if (!kBFloat16 && !ok) {
-    ok = math::GpuNarrowPass<P, A, kArgBits>::apply(in, out);
-    for (int k = 0; k < kOutputs; ++k) ok &= math::gpu_rounds_surely_anywhere<false>(out[k]);
+    second = math::settles_large_sum<P, A, kBFloat16>(in, settled_value);
+  if (!kBFloat16 && !second) {
+    second = math::GpuNarrowPass<P, A, kArgBits>::apply(in, out);
+    for (int k = 0; k < kOutputs; ++k) second &= math::gpu_rounds_surely_anywhere<false>(out[k]);
   }
-  return ok;
+  return {false, second};
 #else
   math::Bounded<float> out[kOutputs];
   math::NarrowPass<P, A>::apply(in, out);
   bool ok = true;
   for (int k = 0; k < kOutputs; ++k)
     ok &= round16(out[k].value - out[k].error) == round16(out[k].value + out[k].error);
-  return ok;
+  return {ok, ok};
 #endif
 }
 
@@ -97,6 +112,38 @@ bool settled_by_float_path(const float* in) {
   }
 }
 
+// A warp's queue of vectors to redo, each as its elements' ways through the fallback.
+constexpr int kVec = 8, kWarpSize = 32;
+enum Way : uint8_t { kSettled, kSecondLook, kSettling, kDouble };
+
+struct Tally {
+  long elements = 0, unsure = 0, settling = 0, doubled = 0;
+  long rounds = 0, queueing_rounds = 0, redos = 0, iterations = 0, settling_iterations = 0,
+       double_iterations = 0;
+};
+
+// A redo of the queue's first 32 vectors (or all, if fewer): each lane its vector's unsure
+// elements in turn, the warp as many iterations as the most of any lane.
+void redo(std::vector<std::vector<Way>>& queue, Tally& t) {
+  ++t.redos;
+  const size_t lanes = std::min<size_t>(queue.size(), kWarpSize);
+  size_t most = 0;
+  for (size_t l = 0; l < lanes; ++l) most = std::max(most, queue[l].size());
+  for (size_t i = 0; i < most; ++i) {
+    bool settling = false, doubled = false;
+    for (size_t l = 0; l < lanes; ++l) {
+      if (i < queue[l].size()) {
+        settling |= queue[l][i] >= kSettling;
+        doubled |= queue[l][i] == kDouble;
+      }
+    }
+    ++t.iterations;
+    t.settling_iterations += settling;
+    t.double_iterations += doubled;
+  }
+  queue.erase(queue.begin(), queue.begin() + lanes);
+}
+
 template <Pass P, Approximate A, bool kBFloat16>
 void count(long n, float sigma, const char* pass, const char* form) {
   constexpr int kInputs = gelu_ext::pass_rule(P).inputs;
@@ -104,27 +151,43 @@ void count(long n, float sigma, const char* pass, const char* form) {
   auto widen = [](uint16_t h) { return kBFloat16 ? from_bfloat16(h) : from_float16(h); };
   std::mt19937_64 rng(12345);
   std::normal_distribution<float> normal(0.0f, sigma);
-  long failed = 0, warps_failed = 0, doubled = 0, warps_doubled = 0;
-  bool warp_failed = false, warp_doubled = false;
-  for (long i = 0; i < n; ++i) {
-    float in[kInputs];
-    for (int k = 0; k < kInputs; ++k) in[k] = widen(round16(normal(rng)));
-    const bool ok = settled<P, A, kBFloat16>(in, round16);
-    const bool to_double = !ok && !settled_by_float_path<P, A, kBFloat16>(in);
-    failed += !ok;
-    warp_failed |= !ok;
-    doubled += to_double;
-    warp_doubled |= to_double;
-    if (i % 32 == 31) {
-      warps_failed += warp_failed;
-      warps_doubled += warp_doubled;
-      warp_failed = warp_doubled = false;
+  Tally t;
+  std::vector<std::vector<Way>> queue;
+  for (long round = 0; round < n / (kWarpSize * kVec); ++round) {
+    ++t.rounds;
+    if (queue.size() >= kWarpSize) redo(queue, t);
+    int queued = 0;
+    std::vector<std::vector<Way>> added;
+    for (int lane = 0; lane < kWarpSize; ++lane) {
+      std::vector<Way> entry;
+      for (int e = 0; e < kVec; ++e) {
+        float in[kInputs];
+        for (int k = 0; k < kInputs; ++k) in[k] = widen(round16(normal(rng)));
+        const Settled s = settled<P, A, kBFloat16>(in, round16);
+        ++t.elements;
+        if (s.first_test) continue;
+        Way way = kSecondLook;
+        if (!s.second_look) way = settled_by_float_path<P, A, kBFloat16>(in) ? kSettling : kDouble;
+        entry.push_back(way);
+        ++t.unsure;
+        t.settling += way >= kSettling;
+        t.doubled += way == kDouble;
+      }
+      if (!entry.empty()) {
+        ++queued;
+        added.push_back(entry);
+      }
     }
+    if (queued == 0) continue;
+    ++t.queueing_rounds;
+    queue.insert(queue.end(), added.begin(), added.end());
   }
-  const double warps = static_cast<double>(n / 32);
-  std::printf("%s\t%s\t%s\t%.6f\t%.6f\t%.6f\t%.6f\n", pass, form,
-              kBFloat16 ? "bfloat16" : "float16", static_cast<double>(failed) / n,
-              warps_failed / warps, static_cast<double>(doubled) / n, warps_doubled / warps);
+  while (!queue.empty()) redo(queue, t);
+  const double elements = static_cast<double>(t.elements), rounds = static_cast<double>(t.rounds);
+  std::printf("%s\t%s\t%s\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\n", pass, form,
+              kBFloat16 ? "bfloat16" : "float16", t.unsure / elements, t.settling / elements,
+              t.doubled / elements, t.queueing_rounds / rounds, t.redos / rounds,
+              t.iterations / rounds, t.settling_iterations / rounds, t.double_iterations / rounds);
 }
 
 template <Pass P, bool kBFloat16>

@@ -178,7 +178,9 @@ def listed_kernels(listing):
 
 
 def main_loop(instructions):
-    """The instructions of the innermost backward branch's range that holds a global load."""
+    """The instructions of the largest backward branch's range that holds a global load and no
+    EXIT (the branches back from out-of-line code after the EXIT, such as a warp collective's
+    divergent case, span the kernel's end)."""
     best = None
     for i, (addr, op, args) in enumerate(instructions):
         if op.startswith("BRA"):
@@ -186,7 +188,8 @@ def main_loop(instructions):
             if m and int(m.group(1), 16) < addr:
                 start = int(m.group(1), 16)
                 body = [ins for ins in instructions if start <= ins[0] <= addr]
-                if any(o.startswith("LDG") for _, o, _ in body):
+                if any(o.startswith("LDG") for _, o, _ in body) and not any(
+                        o == "EXIT" for _, o, _ in body):
                     if best is None or len(body) > len(best):
                         best = body
     return best
@@ -208,6 +211,8 @@ def split_cold(body):
         if not (op.startswith("BRA") and m and int(m.group(1), 16) > addr):
             continue
         target = int(m.group(1), 16)
+        if target > body[-1][0]:
+            continue  # out of the loop: a warp collective's divergent case, laid out after EXIT
         skipped = [j for j in range(i + 1, len(body)) if body[j][0] < target]
         if any(body[j][1].startswith("CALL") for j in skipped):
             cold.update(skipped)
@@ -293,10 +298,40 @@ def is_shown(kind, pass_name, index):
     return (kind == "contiguous" and index == "int32" and not fused) or (kind == "rows" and fused)
 
 
+def skipped_after_vote(hot):
+    """The instructions of hot that the first forward branch after a VOTE jumps over: the
+    16-bit kernels' enqueue of a warp round's unsure vectors (gelu_cuda.cu's DeferredVectors::add),
+    which runs only on the rounds that have one."""
+    votes = [i for i, (_, op, _) in enumerate(hot) if op.startswith("VOTE")]
+    if not votes:
+        return []
+    for i in range(votes[0] + 1, len(hot)):
+        addr, op, args = hot[i]
+        m = re.search(r"0x([0-9a-f]+)", args)
+        if op.startswith("BRA") and m and addr < int(m.group(1), 16) <= hot[-1][0]:
+            return [ins for ins in hot[i + 1:] if ins[0] < int(m.group(1), 16)]
+    return []
+
+
+def inner_loop(cold):
+    """The instructions of cold within its largest backward branch's range: the redo's loop over
+    a vector's unsure elements (DeferredVectors::redo_entry); all of cold if it has none."""
+    best = None
+    for addr, op, args in cold:
+        m = re.search(r"0x([0-9a-f]+)", args)
+        if op.startswith("BRA") and m and int(m.group(1), 16) < addr:
+            body = [ins for ins in cold if int(m.group(1), 16) <= ins[0] <= addr]
+            if best is None or len(body) > len(best):
+                best = body
+    return best if best is not None else list(cold)
+
+
 def kernel_counts(cubin, registers=None, everything=False):
     """Per-element counts of each kernel's main loop, a list of dicts: per_element, those of its
-    common path; rare, those of the code it jumps over (for 16-bit data, mostly the fallback of
-    the narrow path); rare_double, those of rare's double path (double_fallback)."""
+    common path; and for the 16-bit narrow path's deferred fallback, the parts that run on some
+    rounds only: enqueue (the rounds that queue a vector), redo (once per redo of the queue, apart
+    from its loop), redo_element (each iteration of the redo's loop over unsure elements, apart from
+    the double path) and redo_double (the double path's ranges, double_fallback)."""
     rows = []
     for name, instructions in kernels(cubin):
         parsed = parse_name(name)
@@ -306,15 +341,23 @@ def kernel_counts(cubin, registers=None, everything=False):
         if not everything and not is_shown(kind, pass_name, index):
             continue
         hot, cold = split_cold(main_loop(instructions) or [])
+        enqueue = skipped_after_vote(hot)
+        common = [ins for ins in hot if ins not in enqueue]
+        loop = inner_loop(cold)
+        double = double_fallback(cold)
         elements = 1 if kind == "strided" else 16 // size
-        loads, stores = memory_widths(hot)
+
+        def per_element(part):
+            return {k: v / elements for k, v in pipe_counts(part).items()}
+
+        loads, stores = memory_widths(common)
         rows.append(dict(name=name, kind=kind, pass_name=pass_name, variant=variant, dtype=dtype,
-                         size=size, index=index,
-                         per_element={k: v / elements for k, v in pipe_counts(hot).items()},
-                         rare={k: v / elements for k, v in pipe_counts(cold).items()},
-                         rare_double={k: v / elements
-                                      for k, v in pipe_counts(double_fallback(cold)).items()},
-                         loads=loads, stores=stores, wide=moves_16_bytes(hot),
+                         size=size, index=index, per_element=per_element(common),
+                         enqueue=per_element(enqueue),
+                         redo=per_element([ins for ins in cold if ins not in loop]),
+                         redo_element=per_element([ins for ins in loop if ins not in double]),
+                         redo_double=per_element(double),
+                         loads=loads, stores=stores, wide=moves_16_bytes(common),
                          local=local_memory(instructions), registers=(registers or {}).get(name)))
     return rows
 
