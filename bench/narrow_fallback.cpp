@@ -7,8 +7,8 @@
 //
 // The kernels queue each 16-byte vector (8 elements) that holds an unsure element in its warp's
 // entries, and once 32 or more wait, redo 32 of them, one lane per vector; after the loop, the
-// rest (gelu_cuda.cu's DeferredVectors). A warp round is 32 consecutive vectors. This replays that queue and prints,
-// per case: the shares of elements that the first test leaves, that the fallback's second look
+// rest (gelu_cuda.cu's DeferredVectors). A warp round is 32 consecutive vectors. This replays
+// that queue and prints, per case: the shares of elements that the first test leaves, that the fallback's second look
 // leaves to the settling path, and that reach the double path where FP64 is slow (the forward's
 // float-path step settles most of the others there); then, per warp round, the share of rounds
 // that queue a vector, redos, the redo's element iterations (the most unsure elements of any of
@@ -114,7 +114,7 @@ bool settled_by_float_path(const float* in) {
 
 // A warp's queue of vectors to redo, each as its elements' ways through the fallback.
 constexpr int kVec = 8, kWarpSize = 32;
-enum Way : uint8_t { kSettled, kSecondLook, kSettling, kDouble };
+enum Way : uint8_t { kSecondLook, kSettling, kDouble };
 
 struct Tally {
   long elements = 0, unsure = 0, settling = 0, doubled = 0;
@@ -156,7 +156,6 @@ void count(long n, float sigma, const char* pass, const char* form) {
   for (long round = 0; round < n / (kWarpSize * kVec); ++round) {
     ++t.rounds;
     if (queue.size() >= kWarpSize) redo(queue, t);
-    int queued = 0;
     std::vector<std::vector<Way>> added;
     for (int lane = 0; lane < kWarpSize; ++lane) {
       std::vector<Way> entry;
@@ -173,12 +172,9 @@ void count(long n, float sigma, const char* pass, const char* form) {
         t.settling += way >= kSettling;
         t.doubled += way == kDouble;
       }
-      if (!entry.empty()) {
-        ++queued;
-        added.push_back(entry);
-      }
+      if (!entry.empty()) added.push_back(entry);
     }
-    if (queued == 0) continue;
+    if (added.empty()) continue;
     ++t.queueing_rounds;
     queue.insert(queue.end(), added.begin(), added.end());
   }

@@ -177,22 +177,25 @@ def listed_kernels(listing):
         yield name.strip(), instructions
 
 
+def largest_backward_range(instructions, accept=lambda body: True):
+    """The instructions of the largest range that a backward branch of instructions spans and
+    accept takes, or None."""
+    best = None
+    for addr, op, args in instructions:
+        m = re.search(r"0x([0-9a-f]+)", args)
+        if op.startswith("BRA") and m and int(m.group(1), 16) < addr:
+            body = [ins for ins in instructions if int(m.group(1), 16) <= ins[0] <= addr]
+            if accept(body) and (best is None or len(body) > len(best)):
+                best = body
+    return best
+
+
 def main_loop(instructions):
     """The instructions of the largest backward branch's range that holds a global load and no
     EXIT (the branches back from out-of-line code after the EXIT, such as a warp collective's
     divergent case, span the kernel's end)."""
-    best = None
-    for i, (addr, op, args) in enumerate(instructions):
-        if op.startswith("BRA"):
-            m = re.search(r"0x([0-9a-f]+)", args)
-            if m and int(m.group(1), 16) < addr:
-                start = int(m.group(1), 16)
-                body = [ins for ins in instructions if start <= ins[0] <= addr]
-                if any(o.startswith("LDG") for _, o, _ in body) and not any(
-                        o == "EXIT" for _, o, _ in body):
-                    if best is None or len(body) > len(best):
-                        best = body
-    return best
+    return largest_backward_range(instructions, lambda body: any(
+        o.startswith("LDG") for _, o, _ in body) and not any(o == "EXIT" for _, o, _ in body))
 
 
 def straight_line(instructions):
@@ -316,14 +319,7 @@ def skipped_after_vote(hot):
 def inner_loop(cold):
     """The instructions of cold within its largest backward branch's range: the redo's loop over
     a vector's unsure elements (DeferredVectors::redo_entry); all of cold if it has none."""
-    best = None
-    for addr, op, args in cold:
-        m = re.search(r"0x([0-9a-f]+)", args)
-        if op.startswith("BRA") and m and int(m.group(1), 16) < addr:
-            body = [ins for ins in cold if int(m.group(1), 16) <= ins[0] <= addr]
-            if best is None or len(body) > len(best):
-                best = body
-    return best if best is not None else list(cold)
+    return largest_backward_range(cold) or list(cold)
 
 
 def kernel_counts(cubin, registers=None, everything=False):

@@ -421,10 +421,11 @@ struct DeferredEntry {
   uint32_t unsure;  // the elements to redo, as bits
 };
 
-// locate(where, in, out): the element pointers of the first element of the vector at `where`.
+// locate(where, in, out): the kernel's own vector pointers of every operand at `where`.
 template <Pass P, Approximate A, DType D, class Position, class Locate>
 struct DeferredVectors {
   using T = typename Storage<D>::T;
+  using V = Vec<T, 16 / sizeof(T)>;
   static constexpr PassRule kRule = pass_rule(P);
   DeferredEntry<Position>* entries;  // this warp's kQueueEntries
   Locate locate;
@@ -459,20 +460,20 @@ struct DeferredVectors {
   }
 
   __device__ __forceinline__ void redo_entry(const DeferredEntry<Position>& entry) {
-    const T* in[kRule.inputs];
-    T* out[kRule.outputs];
+    const V* in[kRule.inputs];
+    V* out[kRule.outputs];
     locate(entry.where, in, out);
     for (uint32_t unsure = entry.unsure; unsure != 0; unsure &= unsure - 1) {
       const int e = __ffs(unsure) - 1;
       T in_values[kRule.inputs][1], out_values[kRule.outputs][1];
 #pragma unroll
-      for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k][e];
+      for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k]->v[e];
       // The second look reads the narrow path's float16 results (their subnormal range).
       if constexpr (D == DType::kFloat16) apply_narrow<P, A, D, 1>(in_values, out_values, 0);
       if (!apply_second_look<P, A, D, 1>(in_values, out_values, 0))
         apply_settling<P, A, D, 1>(in_values, out_values, 0);
 #pragma unroll
-      for (int k = 0; k < kRule.outputs; ++k) out[k][e] = out_values[k][0];
+      for (int k = 0; k < kRule.outputs; ++k) out[k]->v[e] = out_values[k][0];
     }
   }
 };
@@ -503,16 +504,7 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
   };
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<index_t> entries[kBlockSize / kWarpSize][kQueueEntries];
-    auto deferred = deferred_vectors<P, A, D, index_t>(
-        entries, [&](index_t v, const T** in, T** out) {
-          const V* vin[kIn];
-          V* vout[kOut];
-          pointers(v, vin, vout);
-#pragma unroll
-          for (int k = 0; k < kIn; ++k) in[k] = vin[k]->v;
-#pragma unroll
-          for (int k = 0; k < kOut; ++k) out[k] = vout[k]->v;
-        });
+    auto deferred = deferred_vectors<P, A, D, index_t>(entries, pointers);
     const index_t lane = threadIdx.x % kWarpSize;
     for (index_t warp_first = first - lane; warp_first < num_vecs; warp_first += step) {
       const index_t v = warp_first + lane;
@@ -567,17 +559,17 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
   const int32_t first = blockIdx.x * kBlockSize + threadIdx.x;
   // Only the row and column go round the loop.
   int32_t row = first / vecs_per_row, column = first - row * vecs_per_row;
-  const auto pointers = [&](int32_t at_row, int32_t at_column, const V** in, V** out) {
+  const auto pointers = [&](RowColumn at, const V** in, V** out) {
 #pragma unroll
     for (int k = 0; k < kIn; ++k) {
       in[k] = reinterpret_cast<const V*>(ops.ptr[kOut + k] +
-                                         static_cast<int64_t>(at_row) * rows.bytes[kOut + k]) +
-              at_column;
+                                         static_cast<int64_t>(at.row) * rows.bytes[kOut + k]) +
+              at.column;
     }
 #pragma unroll
     for (int k = 0; k < kOut; ++k) {
-      out[k] = reinterpret_cast<V*>(ops.ptr[k] + static_cast<int64_t>(at_row) * rows.bytes[k]) +
-               at_column;
+      out[k] = reinterpret_cast<V*>(ops.ptr[k] + static_cast<int64_t>(at.row) * rows.bytes[k]) +
+               at.column;
     }
   };
   const auto next = [&] {
@@ -590,16 +582,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
   };
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<RowColumn> entries[kBlockSize / kWarpSize][kQueueEntries];
-    auto deferred = deferred_vectors<P, A, D, RowColumn>(
-        entries, [&](RowColumn where, const T** in, T** out) {
-          const V* vin[kIn];
-          V* vout[kOut];
-          pointers(where.row, where.column, vin, vout);
-#pragma unroll
-          for (int k = 0; k < kIn; ++k) in[k] = vin[k]->v;
-#pragma unroll
-          for (int k = 0; k < kOut; ++k) out[k] = vout[k]->v;
-        });
+    auto deferred = deferred_vectors<P, A, D, RowColumn>(entries, pointers);
     // The warp's first lane's vector, which decides the rounds of every lane.
     const int64_t total = static_cast<int64_t>(vecs_per_row) * num_rows;
     for (int64_t warp_first = first - threadIdx.x % kWarpSize; warp_first < total;
@@ -608,7 +591,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
       if (row < num_rows) {
         const V* in[kIn];
         V* out[kOut];
-        pointers(row, column, in, out);
+        pointers(RowColumn{row, column}, in, out);
         unsure = vector_step<P, A, D>(out, in);
       }
       deferred.add(RowColumn{row, column}, unsure);
@@ -619,7 +602,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
     while (row < num_rows) {
       const V* in[kIn];
       V* out[kOut];
-      pointers(row, column, in, out);
+      pointers(RowColumn{row, column}, in, out);
       vector_step<P, A, D>(out, in);
       next();
     }

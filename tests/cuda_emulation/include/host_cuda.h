@@ -95,13 +95,11 @@ class Warp {
         running() = this;
         swapcontext(&scheduler_, &lanes_[l].context);
       }
-      int waiting = 0, returned = 0;
-      for (const Lane& lane : lanes_) {
-        waiting += lane.state == State::kWaiting;
-        returned += lane.state == State::kReturned;
-      }
+      // Each lane that ran now waits at a collective or has returned.
+      int waiting = 0;
+      for (const Lane& lane : lanes_) waiting += lane.state == State::kWaiting;
       if (waiting == 0) return true;  // every lane returned
-      if (waiting + returned != lanes || returned != 0 || !gather()) return false;
+      if (waiting != lanes || !gather()) return false;
     }
   }
 
