@@ -150,19 +150,21 @@ def cuda_float32_takes_float_path(capability):
     return tuple(capability) in SLOW_FP64_CAPABILITIES or capability[0] >= 12
 
 
-def same_path_on_cpu_and_cuda(dtype, capability=None):
+def same_path_on_cpu_and_cuda(dtype, approximate="none", capability=None):
     """Whether the CPU and CUDA kernels compute dtype's results by the same operations, so that
     they give the same bits (tests/test_cuda.py then requires them). 16-bit: yes, both correctly
-    rounded. float32: where the GPU of this compute capability (major, minor; default: the current
-    device's) takes the double path, as the CPU does; not on the float path. float64: no, the GPU's
-    forms of the double-double path differ (the exact form's tail polynomial by Horner's rule,
-    dd_div's reciprocal by Newton steps: math/f64_double_double.h, math/common.h), which the
-    pair path uses or falls back to."""
+    rounded. float32: the tanh and sigmoid forms where the GPU of this compute capability (major,
+    minor; default: the current device's) takes the double path, as the CPU does; not the exact
+    form, whose tail the GPU divides by a float reciprocal refined in double (within 2^-45.9 of
+    the CPU's quotient: math/f32_via_f64.h), nor the float path. float64: no, the GPU's forms of
+    the double-double path differ (the exact form's tail polynomial by Horner's rule, dd_div's
+    reciprocal by Newton steps: math/f64_double_double.h, math/common.h), which the pair path
+    uses or falls back to."""
     import torch
 
     if dtype in (torch.float16, torch.bfloat16):
         return True
-    if dtype != torch.float32:
+    if dtype != torch.float32 or approximate == "none":
         return False
     if capability is None:
         capability = torch.cuda.get_device_capability()

@@ -17,6 +17,11 @@
 //   /tmp/check_float32_path [step [none|tanh|sigmoid|all [functions|passes|both]]]
 //
 // step 1 (the default) checks all 2^32 inputs, on 2 threads.
+//
+// With -DGELU_DEVICE_FORMS -DCHECK_DOUBLE_PATH it checks, the same way, the double path's
+// device form (F32ViaF64Pass as the GPUs with fast FP64 compute float32: the exact form's tail
+// divided by a refined float reciprocal, math/f32_via_f64.h), each output rounded to float as the
+// kernels store it.
 #include <math.h>
 
 #include <atomic>
@@ -38,6 +43,27 @@ using namespace gelu_ext::math;
 using namespace gelu_ext::tools;
 
 namespace {
+
+// A pass's output on the double path (F32ViaF64Pass), rounded to float as the kernels store it.
+template <Pass P, Approximate A>
+float double_path(const float* in, int output) {
+  double a[3], b[2];
+  for (int i = 0; i < pass_rule(P).inputs; ++i) a[i] = in[i];
+  F32ViaF64Pass<P, A>::apply(a, b);
+  return float(b[output]);
+}
+
+#if defined(CHECK_DOUBLE_PATH)
+template <Pass P, Approximate A>
+struct CheckedPass {
+  static void apply(const float* in, float* out) {
+    for (int i = 0; i < pass_rule(P).outputs; ++i) out[i] = double_path<P, A>(in, i);
+  }
+};
+#else
+template <Pass P, Approximate A>
+using CheckedPass = F32ViaF32Pass<P, A>;
+#endif
 
 // The spacing of float32 at |r| (the subnormal spacing below 2^-126).
 double ulp32(double r) {
@@ -130,8 +156,8 @@ void check_functions(uint64_t step) {
     const float x = from_bits(uint32_t(b));
     float y[1], dd[2];
     const float in_f[1] = {x}, in_dd[3] = {1.0f, 1.0f, x};
-    F32ViaF32Pass<Pass::kForward, A>::apply(in_f, y);
-    F32ViaF32Pass<Pass::kDoubleBackward, A>::apply(in_dd, dd);
+    CheckedPass<Pass::kForward, A>::apply(in_f, y);
+    CheckedPass<Pass::kDoubleBackward, A>::apply(in_dd, dd);
     if (x != x) {  // NaN in, NaN out
       const double e = (y[0] != y[0] && dd[0] != dd[0] && dd[1] != dd[1]) ? 0.0 : INFINITY;
       f[id].see(e, x, 1), d1[id].see(e, x, 1), d2[id].see(e, x, 1);
@@ -235,13 +261,6 @@ float random_operand(std::mt19937_64& rng) {
 // or else the exact value rounded (the double path's clamps, |x| = 70 or 37, leave f(x) up
 // nonzero for |up| > 1e20 where the exact product is far below the floats). GELU_CHECK_SHOW=N
 // prints the first N errors above 2 ulps.
-template <Pass P, Approximate A>
-float double_path(const float* in, int output) {
-  double a[3], b[2];
-  for (int i = 0; i < pass_rule(P).inputs; ++i) a[i] = in[i];
-  F32ViaF64Pass<P, A>::apply(a, b);
-  return float(b[output]);
-}
 double pass_error(float y, double exact, double factor_scale, const char* pass, const float* in,
                   int inputs, float special, int unused = -1) {
   bool finite = true;
@@ -281,10 +300,10 @@ void check_passes(uint64_t samples) {
           const Scales s = term_scales(double(x) + double(b), A);
           float out[1];
           const float in_f[2] = {x, b}, in_b[3] = {g, x, b};
-          F32ViaF32Pass<Pass::kBiasForward, A>::apply(in_f, out);
+          CheckedPass<Pass::kBiasForward, A>::apply(in_f, out);
           st[0].see(pass_error(out[0], r.f, 0, "bias_gelu", in_f, 2,
                                double_path<Pass::kBiasForward, A>(in_f, 0)), x, r.f);
-          F32ViaF32Pass<Pass::kBiasBackward, A>::apply(in_b, out);
+          CheckedPass<Pass::kBiasBackward, A>::apply(in_b, out);
           const double exact = double(g) * r.d1;
           st[1].see(pass_error(out[0], exact, double(g) * s.d1, "bias_gelu_backward", in_b, 3,
                                double_path<Pass::kBiasBackward, A>(in_b, 0)), x, exact);
@@ -294,18 +313,18 @@ void check_passes(uint64_t samples) {
           const Scales s = term_scales(double(x), A);
           float out[2];
           const float in_f[2] = {x, u}, in_b[3] = {g, x, u}, in_dd[3] = {u, g, x};
-          F32ViaF32Pass<Pass::kGegluForward, A>::apply(in_f, out);
+          CheckedPass<Pass::kGegluForward, A>::apply(in_f, out);
           double exact = r.f * double(u);
           st[2].see(pass_error(out[0], exact, 0, "geglu", in_f, 2,
                                double_path<Pass::kGegluForward, A>(in_f, 0)), x, exact);
-          F32ViaF32Pass<Pass::kGegluBackward, A>::apply(in_b, out);
+          CheckedPass<Pass::kGegluBackward, A>::apply(in_b, out);
           exact = double(g) * double(u) * r.d1;
           st[3].see(pass_error(out[0], exact, double(g) * double(u) * s.d1, "geglu_backward[0]",
                                in_b, 3, double_path<Pass::kGegluBackward, A>(in_b, 0)), x, exact);
           exact = double(g) * r.f;
           st[4].see(pass_error(out[1], exact, 0, "geglu_backward[1]", in_b, 3,
                                double_path<Pass::kGegluBackward, A>(in_b, 1), 2), x, exact);
-          F32ViaF32Pass<Pass::kDoubleBackward, A>::apply(in_dd, out);
+          CheckedPass<Pass::kDoubleBackward, A>::apply(in_dd, out);
           exact = double(u) * double(g) * r.d2;
           st[5].see(pass_error(out[1], exact, double(u) * double(g) * s.d2, "double_backward[1]",
                                in_dd, 3, double_path<Pass::kDoubleBackward, A>(in_dd, 1)), x, exact);

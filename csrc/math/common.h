@@ -170,6 +170,24 @@ GELU_HD double times_pow2(double value, double shifted) {
 GELU_HD double times_pow2_normal(double value, double shifted, double /*k*/) {
   return times_pow2(value, shifted);
 }
+// |x|, the same bits as fabs; the device form clears the sign bit with an integer instruction,
+// where fabs costs an FP64 one (DADD), on GPUs whose float32 kernels are FP64-bound.
+template <class V>
+GELU_HD V magnitude(V x) {
+  return fabs(x);
+}
+#if defined(GELU_DEVICE_FORMS)
+GELU_HD double magnitude(double x) {
+  return bit_cast<double>(bit_cast<uint64_t>(x) & ~(uint64_t(1) << 63));
+}
+#endif
+
+// 1/d in float, correctly rounded (an IEEE division on the GPU and the CPU alike), widened back:
+// the seed of f32_via_f64's device-form division.
+GELU_HD double float_reciprocal(double d) {
+  return static_cast<double>(1.0f / static_cast<float>(d));
+}
+
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
 GELU_HD float times_pow2(float value, float shifted) {
   return value * bit_cast<float>((bit_cast<uint32_t>(shifted) - 0x4B400000u + 127u) << 23);

@@ -65,10 +65,26 @@ GELU_HD V negated_gaussian(V t) {
 
 // R(t) = exp(t^2/2) Q(t) for t >= 0, Q(t) = erfc(t/sqrt2)/2 the upper tail (relative error 2^-33
 // up to t = 15; beyond, it is only ever multiplied by exp(-t^2/2) < 1e-48, and the rational stays
-// positive and bounded): one division, whose latency overlaps the exp's.
+// positive and bounded), as numerator / denominator, the denominator in [1, 2^23] (t <= 37).
+// The CPU divides; the division's latency overlaps the exp's. The device form multiplies by the
+// float reciprocal of the denominator, off by a relative delta below 2^-23 (two float roundings),
+// after one Newton step in double, which leaves delta^2 + 2^-53 < 2^-45.9: 3 FP64 operations in
+// place of a division's 8, where the exact form's float32 kernels are FP64-bound (A100, H200,
+// B200 in bench/gpu_model.py). IEEE operations alone, so the CUDA emulation has the GPU's bits;
+// they differ from the CPU's only where a result lies within about 2^-45 of a rounding boundary.
+// (On the CPU the conversions cost more than the division saves, bench/kernel_alone.cpp; in the
+// logistic forms' 1 / (1 + e) the float division's extra instructions cost B200, which is
+// issue-bound there, more than the FP64 operations saved.)
 template <class V>
 GELU_HD V scaled_upper_tail(V t) {
-  return horner(t, GELU_TABLE(kTailNumerator)) / horner(t, GELU_TABLE(kTailDenominator));
+  const V numerator = horner(t, GELU_TABLE(kTailNumerator));
+  const V denominator = horner(t, GELU_TABLE(kTailDenominator));
+#if defined(GELU_DEVICE_FORMS)
+  const V seed = float_reciprocal(denominator);
+  return numerator * fma(seed, fma(-denominator, seed, V(1.0)), seed);
+#else
+  return numerator / denominator;
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -87,7 +103,7 @@ struct UpperTail {
 };
 template <class V>
 GELU_HD UpperTail<V> upper_tail(V x) {
-  const V t = at_most(fabs(x), kExactSaturation);  // NaN stays
+  const V t = at_most(magnitude(x), kExactSaturation);  // NaN stays
   return UpperTail<V>{t, negated_gaussian(t), scaled_upper_tail(t)};
 }
 
