@@ -54,10 +54,10 @@ FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-mf16c", "-ffp-contract=off",
 
 def host_copy_of_cuda_source():
     """gelu_cuda.cu with each `kernel<<<grid, block, 0, stream>>>(args);` turned into
-    `gelu_emulation::launch("kernel", grid, block, [&] { kernel(args); });`."""
+    `gelu_emulation::launch("kernel", grid, block, stream, [&] { kernel(args); });`."""
     source = (ROOT / "csrc" / "cuda" / "gelu_cuda.cu").read_text()
     rewritten, count = LAUNCH.subn(
-        lambda m: f'gelu_emulation::launch("{m[1]}", {m[2]}, {m[3]}, [&] {{ {m[1]}({m[4]}); }});',
+        lambda m: f'gelu_emulation::launch("{m[1]}", {m[2]}, {m[3]}, stream, [&] {{ {m[1]}({m[4]}); }});',
         source)
     assert count == source.count("<<<") > 0, "a launch in gelu_cuda.cu no longer has the form " \
         "this test rewrites: update LAUNCH"
@@ -85,6 +85,7 @@ def emulated_build(arch, wait=True):
     if not wait:
         return None
     lib.emulated_take_launches.restype = ctypes.c_int64
+    lib.emulated_caller_stream.restype = ctypes.c_uint64
     take_launches(lib)  # an empty log for each module's first test
     return lib
 
@@ -116,16 +117,27 @@ def emulated_float_path():
 
 @pytest.fixture(autouse=True)
 def fresh_launch_log(emulated):
+    """An empty launch log for each test, and afterwards a check of the stream of every launch
+    it made (take_launches)."""
+    take_launches(emulated)
+    yield
     take_launches(emulated)
 
 
 def take_launches(lib):
-    """The launches since the last call: (kernel as the source names it, grid, block) each."""
+    """The launches since the last call: (kernel as the source names it, grid, block) each.
+    Every one must have been launched on the stream the launchers were given (the current
+    stream, in cuda/ops_cuda.cpp)."""
     size = lib.emulated_take_launches(None, ctypes.c_int64(0))
     text = ctypes.create_string_buffer(size)
     lib.emulated_take_launches(text, ctypes.c_int64(size))
-    return [(kernel, int(grid), int(block)) for kernel, grid, block in
-            (line.rsplit(" ", 2) for line in text.value.decode().splitlines())]
+    launches = [line.rsplit(" ", 3) for line in text.value.decode().splitlines()]
+    caller = lib.emulated_caller_stream()
+    for kernel, _, _, stream in launches:
+        assert int(stream) == caller, (
+            f"{kernel} launched on stream {int(stream):#x}, not on the one it was given "
+            f"({caller:#x})")
+    return [(kernel, int(grid), int(block)) for kernel, grid, block, _ in launches]
 
 
 def rounds(launch, work_items):

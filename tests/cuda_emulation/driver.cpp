@@ -12,12 +12,20 @@ using gelu_ext::Approximate;
 using gelu_ext::DType;
 using gelu_ext::Pass;
 
+// The stream that every entry point below hands the launchers, as cuda/ops_cuda.cpp hands them
+// the current stream: a handle that no other launch has, so that the log shows whether each
+// kernel was launched on it.
+static const cudaStream_t kCallerStream = reinterpret_cast<cudaStream_t>(uintptr_t{0x5EA7});
+extern "C" uint64_t emulated_caller_stream() {
+  return reinterpret_cast<uintptr_t>(kCallerStream);
+}
+
 // index_width: 0 for 32 bits, 1 for 64.
 extern "C" int emulated_launch_contiguous(int pass, int approximate, int dtype, char** data,
                                           int64_t n, int index_width) {
   return gelu_ext::cuda::launch_contiguous(
       static_cast<Pass>(pass), static_cast<Approximate>(approximate), static_cast<DType>(dtype),
-      data, n, static_cast<gelu_ext::cuda::IndexWidth>(index_width), nullptr);
+      data, n, static_cast<gelu_ext::cuda::IndexWidth>(index_width), kCallerStream);
 }
 
 // strides: num_operands(pass) rows of ndim byte strides, dimension 0 fastest.
@@ -32,7 +40,7 @@ extern "C" int emulated_launch_strided(int pass, int approximate, int dtype, cha
   }
   return gelu_ext::cuda::launch_strided(static_cast<Pass>(pass),
                                         static_cast<Approximate>(approximate),
-                                        static_cast<DType>(dtype), data, layout, nullptr);
+                                        static_cast<DType>(dtype), data, layout, kCallerStream);
 }
 
 namespace {
@@ -58,7 +66,7 @@ extern "C" int emulated_launch_iteration(int pass, int approximate, int dtype, c
                                  sizes, strides);
   return gelu_ext::cuda::launch_iteration(static_cast<Pass>(pass),
                                           static_cast<Approximate>(approximate),
-                                          static_cast<DType>(dtype), it, nullptr, index_limit);
+                                          static_cast<DType>(dtype), it, kCallerStream, index_limit);
 }
 
 // The pieces launch_iteration cuts such an iteration into, in launch order: for each, its
@@ -94,7 +102,8 @@ extern "C" int64_t emulated_plan_pieces(int operands, char** data, int ndim, con
 extern "C" int64_t emulated_take_launches(char* text, int64_t size) {
   std::string all;
   for (const auto& l : gelu_emulation::launches)
-    all += l.kernel + " " + std::to_string(l.grid) + " " + std::to_string(l.block) + "\n";
+    all += l.kernel + " " + std::to_string(l.grid) + " " + std::to_string(l.block) + " " +
+           std::to_string(reinterpret_cast<uintptr_t>(l.stream)) + "\n";
   const int64_t needed = static_cast<int64_t>(all.size()) + 1;
   if (size >= needed) {
     std::memcpy(text, all.c_str(), static_cast<size_t>(needed));

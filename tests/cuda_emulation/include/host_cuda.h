@@ -49,10 +49,11 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr, int) {
 
 namespace gelu_emulation {
 // Every launch since the log was last taken: the kernel as the source names it (template
-// arguments included), and its grid and block sizes.
+// arguments included), its grid and block sizes, and the stream it was launched on.
 struct Launch {
   std::string kernel;
   unsigned grid, block;
+  cudaStream_t stream;
 };
 inline std::vector<Launch> launches;
 
@@ -173,10 +174,10 @@ class Warp {
 };
 
 // kernel<<<grid, block, 0, stream>>>(args) becomes
-// launch("kernel", grid, block, [&] { kernel(args); }).
+// launch("kernel", grid, block, stream, [&] { kernel(args); }).
 template <class Body>
-void launch(const char* kernel, unsigned grid, unsigned block, Body&& body) {
-  launches.push_back(Launch{kernel, grid, block});
+void launch(const char* kernel, unsigned grid, unsigned block, cudaStream_t stream, Body&& body) {
+  launches.push_back(Launch{kernel, grid, block, stream});
   gridDim = dim3{grid, 1, 1};
   blockDim = dim3{block, 1, 1};
   const std::function<void()> run_body = body;
