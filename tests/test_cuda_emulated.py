@@ -335,7 +335,6 @@ def test_bias_sums_at_midpoints_and_large(emulated, dtype, approximate):
                    f"{len(x)} midpoint, large and negative sums")
 
 
-
 def subnormal_result_inputs(pass_name, approximate):
     """The float16 inputs whose result (f, or f' for the backward with unit gradients) is a
     float16 subnormal: the narrow path leaves every one of them to its fallback."""

@@ -180,13 +180,13 @@ GELU_HD V magnitude(V x) {
 GELU_HD double magnitude(double x) {
   return bit_cast<double>(bit_cast<uint64_t>(x) & ~(uint64_t(1) << 63));
 }
-#endif
 
 // 1/d in float, correctly rounded (an IEEE division on the GPU and the CPU alike), widened back:
 // the seed of f32_via_f64's device-form division.
 GELU_HD double float_reciprocal(double d) {
   return static_cast<double>(1.0f / static_cast<float>(d));
 }
+#endif
 
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
 GELU_HD float times_pow2(float value, float shifted) {
