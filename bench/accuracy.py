@@ -17,9 +17,12 @@ sampled points before it is used.
 
 Baselines: F.gelu for "none" and "tanh" (its backward is aten.gelu_backward, its second
 derivative autograd through that); for "sigmoid", the composite x * torch.sigmoid(1.702 x).
+With --baseline compile, the same functions compiled by torch.compile, as bench/bench.py times
+them: the forward, and the backward that AOTAutograd compiles for it (f' with grad 1).
 
     python bench/accuracy.py                      # sampled, CPU (and CUDA if visible)
     python bench/accuracy.py --exhaustive --dtypes float32 --directions forward backward
+    python bench/accuracy.py --baseline compile --directions forward backward [--within 8]
 """
 
 import argparse
@@ -74,6 +77,21 @@ def baseline(x, variant, direction):
             return d1.detach()
         (d2,) = torch.autograd.grad(d1.sum(), xr)
     return d2
+
+
+def compiled_baseline(variant, direction):
+    """The baseline's forward (or its f' with grad 1, by the backward graph AOTAutograd compiles
+    for it) under torch.compile, as bench/bench.py's "compile" column runs it."""
+    forward = torch.compile(lambda x: torch_composite(x, variant))
+    if direction == "forward":
+        return forward
+
+    def backward(x):
+        with torch.enable_grad():
+            xr = x.detach().requires_grad_()
+            (d1,) = torch.autograd.grad(forward(xr), xr, torch.ones_like(xr))
+        return d1
+    return backward
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,8 +196,11 @@ class Stats:
 # --------------------------------------------------------------------------------------------
 # Runs.
 
-def run_case(device, dtype, variant, direction, exhaustive, plot_data, float64_random=0):
+def run_case(device, dtype, variant, direction, exhaustive, plot_data, float64_random=0,
+             compiled=False, within=math.inf):
     mine, theirs = Stats(), Stats()
+    theirs_at = (compiled_baseline(variant, direction) if compiled
+                 else lambda x: baseline(x, variant, direction))
     chunks = (float32_chunks() if exhaustive and dtype == torch.float32
               else [sampled_inputs(dtype, float64_random)])
     total = (1 << 8) if exhaustive and dtype == torch.float32 else 1
@@ -187,8 +208,8 @@ def run_case(device, dtype, variant, direction, exhaustive, plot_data, float64_r
     for n, x in enumerate(chunks):
         # Everything on the device: on a GPU the float64 reference is computed there too.
         x = x.to(device)
-        x = x[x.isfinite()]
-        y_mine, y_theirs = ours(x, variant, direction), baseline(x, variant, direction)
+        x = x[x.isfinite() & (x.abs() <= within)]
+        y_mine, y_theirs = ours(x, variant, direction), theirs_at(x)
         if dtype == torch.float64:  # mpmath reference: not compiled
             e_mine, e_theirs = float64_errors(x, y_mine, y_theirs, variant, direction)
         else:
@@ -287,11 +308,20 @@ def main():
     parser.add_argument("--float64-random", type=int, default=0, metavar="N",
                         help="float64: N more random inputs over each of [-40, 40] and "
                              "[-400, 400] (each costs about 0.3 ms of mpmath)")
+    parser.add_argument("--baseline", default="eager", choices=["eager", "compile"],
+                        help="PyTorch's functions as they are (default), or under torch.compile "
+                             "(forward and backward only)")
+    parser.add_argument("--within", type=float, default=math.inf, metavar="R",
+                        help="only the inputs with |x| <= R (the bulk, without the tails)")
     args = parser.parse_args()
+    if args.baseline == "compile" and "second" in args.directions:
+        parser.error("--baseline compile measures the forward and backward: pass --directions "
+                     "forward backward")
     devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     os.makedirs(args.out, exist_ok=True)
 
-    lines = [f"# Accuracy: gelu_ext against {'F.gelu'} (errors in ulps of the exact value)", "",
+    against = "F.gelu" if args.baseline == "eager" else "F.gelu under torch.compile"
+    lines = [f"# Accuracy: gelu_ext against {against} (errors in ulps of the exact value)", "",
              f"Command: `python bench/accuracy.py {' '.join(sys.argv[1:])}`  ",
              f"torch {torch.__version__}, gelu_ext {gelu_ext.__version__}, "
              f"{time.strftime('%Y-%m-%d')}", ""]
@@ -312,14 +342,16 @@ def main():
                 for direction in args.directions:
                     (m_err, m_x, m_cr), (t_err, t_x, t_cr), count = run_case(
                         device, dtype, variant, direction, args.exhaustive, plot_data,
-                        args.float64_random)
+                        args.float64_random, args.baseline == "compile", args.within)
                     row = (f"| {device} | {name} | {variant} | {direction} | {count:,} | "
                            f"{m_err:.3f} | {m_x:.6g} | {m_cr:.4f}% | {t_err:.4g} | {t_x:.6g} | "
                            f"{t_cr:.2f}% |")
                     lines.append(row)
                     print(row, flush=True)
     lines += ["", f"Wall time: {time.time() - t0:.0f} s."]
-    suffix = "_exhaustive" if args.exhaustive else ""
+    suffix = ("_exhaustive" if args.exhaustive else "") + (
+        "_compile" if args.baseline == "compile" else "") + (
+        f"_within{args.within:g}" if math.isfinite(args.within) else "")
     md = os.path.join(args.out, f"accuracy{suffix}.md")
     with open(md, "w") as f:
         f.write("\n".join(lines) + "\n")
