@@ -353,6 +353,22 @@ def test_geglu_values(device, approximate, dtype):
                         *ops.geglu_backward(grad, gate, up, approximate), approximate, dtype)
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_geglu_saturated_gates_times_large_operands(device, approximate, dtype):
+    # Far in the negative tail f and f' lie far below every float, yet times the largest
+    # operands (grad * up near 2^256 for float32 and bfloat16) a value clamped too soon would
+    # show: the sigmoid form's f(-70) is 1.3e-50, its exact f(-400) 1e-293.
+    big = {torch.float16: 6e4}.get(dtype, 3e38)
+    gate = torch.cat([-torch.logspace(1, 3, 400, dtype=torch.float64),
+                      torch.linspace(-440, -60, 97, dtype=torch.float64)]).to(dtype)
+    up = torch.full_like(gate, -big)
+    up[::2] = big
+    grad = torch.full_like(gate, big)
+    gate, up, grad = gate.to(device), up.to(device), grad.to(device)
+    assert_geglu_values(gate, up, grad, gelu_ext.geglu(gate, up, approximate),
+                        *ops.geglu_backward(grad, gate, up, approximate), approximate, dtype)
+
+
 @pytest.mark.parametrize("columns", COLUMNS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_geglu_packed_values(device, approximate, dtype, columns):

@@ -73,7 +73,10 @@ constexpr float kTanh6C3Float = 0.4281288981437683f;  // 6 c3: the tanh form's s
 //   path                form       limit                  why
 //   f32_via_f64         exact      |x| capped at 37       E(37) < 1e-297: every result is its
 //                                                         limit; t^2/2 < 700 needs no exp clamp
-//   f32_via_f64         logistic   |x| capped at 70       exp(-|s|) < 1e-300 there
+//   f32_via_f64         tanh       |x| capped at 70       |s| > 12000: exp(-|s|) at its floor
+//   f32_via_f64         sigmoid    |x| capped at 420      |s| = 715: exp(-|s|) at its floor;
+//                                                         420 e^-700 < 1e-301, below every float
+//                                                         result times two floats
 //   f32_via_f64         exp        argument >= -700       far below every float result
 //   f64_double_double   exact      |x| <= 40              Q(40) = 1e-349: Phi is 0 or 1
 //   f64_double_double   logistic   |x| <= 1e10, |s| <= 790  below, |x s'^2| < 2^100 times
@@ -88,7 +91,7 @@ constexpr float kTanh6C3Float = 0.4281288981437683f;  // 6 c3: the tanh form's s
 //   narrow16            logistic   |x| <= 9               likewise
 //   narrow16 cubic      cells      2^-32 <= |x| < 8       the cells' table (narrow16.h)
 constexpr double kExactSaturation = 37.0;
-constexpr double kLogisticSaturation = 70.0;
+constexpr double kTanhSaturation = 70.0, kSigmoidSaturation = 420.0;
 constexpr double kExpArgumentFloor = -700.0;
 constexpr double kExactSaturationF64 = 40.0;
 constexpr double kLogisticSaturationF64 = 1e10;

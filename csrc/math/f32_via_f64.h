@@ -137,15 +137,20 @@ GELU_HD V exact_second_derivative(const UpperTail<V>& q) {
 
 template <class V>
 struct Logistic {
-  V x;           // x, clamped to +-kLogisticSaturation
+  V x;           // x, clamped to +-logistic_saturation(A)
   V s, ds, d2s;  // s(x), s'(x), s''(x)
   V p, q, pq;    // sigmoid(s), sigmoid(-s), their product
 };
 
+// Where the logistic forms saturate: there exp(-|s|) reaches exp_nonpositive's floor, e^-700.
+constexpr double logistic_saturation(Approximate A) {
+  return A == Approximate::kTanh ? kTanhSaturation : kSigmoidSaturation;
+}
+
 template <Approximate A, class V>
 GELU_HD Logistic<V> logistic(V x) {
   Logistic<V> g;
-  g.x = clamp_magnitude(x, kLogisticSaturation);
+  g.x = clamp_magnitude(x, logistic_saturation(A));
   if (A == Approximate::kTanh) {
     const V x2 = g.x * g.x;
     g.s = g.x * fma(V(kTanhS3), x2, V(kTanhS1));
@@ -166,13 +171,13 @@ GELU_HD Logistic<V> logistic(V x) {
   return g;
 }
 
-// Beyond |x| = kLogisticSaturation, s is that of x clamped there, so that sigmoid(-|s|) < 1e-300:
-// every result is then within far less than the smallest subnormal float of its limit, and of
-// the limit's sign, with no case split. The forward multiplies by x itself above (x = +inf gives
-// inf).
-template <class V>
+// Beyond |x| = logistic_saturation(A), s is that of x clamped there, so that sigmoid(-|s|) is
+// e^-700 at most: every result, even times two floats, is then within far less than the smallest
+// subnormal float of its limit, and of the limit's sign, with no case split. The forward
+// multiplies by x itself above (x = +inf gives inf).
+template <Approximate A, class V>
 GELU_HD V logistic_forward(V x, const Logistic<V>& g) {
-  return at_least(x, -kLogisticSaturation) * g.p;
+  return at_least(x, -logistic_saturation(A)) * g.p;
 }
 
 template <class V>
@@ -198,7 +203,7 @@ GELU_HD Derivatives<V> f32_via_f64(V x) {
     if (kNeeds & kNeedD2) r.d2 = exact_second_derivative(q);
   } else {
     const Logistic<V> g = logistic<A>(x);
-    if (kNeeds & kNeedF) r.f = logistic_forward(x, g);
+    if (kNeeds & kNeedF) r.f = logistic_forward<A>(x, g);
     if (kNeeds & kNeedD1) r.d1 = logistic_derivative(g);
     if (kNeeds & kNeedD2) r.d2 = logistic_second_derivative(g);
   }
