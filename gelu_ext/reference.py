@@ -139,15 +139,20 @@ def ulp_error(y, ref, dtype=None):
 
 
 # Compute capabilities whose FP64 runs at 1/32 or 1/64 of FP32, where the CUDA kernels compute
-# float32 on the float path (csrc/math/route.h, has_slow_fp64: tests/test_route_table.py checks
-# that the two agree).
+# float32 on the float path, and those where they take the double path's mixed form
+# (csrc/math/route.h, has_slow_fp64 and prefers_mixed: tests/test_route_table.py checks that
+# they agree).
 SLOW_FP64_CAPABILITIES = ((7, 5), (8, 6), (8, 7), (8, 9))
+MIXED_CAPABILITIES = ((8, 0),)
 
 
-def cuda_float32_takes_float_path(capability):
-    """Whether the CUDA kernels compute float32 on the float path (f32_via_f32) on a GPU of this
-    compute capability (major, minor): 7.5, 8.6, 8.7, 8.9 and 12.x."""
-    return tuple(capability) in SLOW_FP64_CAPABILITIES or capability[0] >= 12
+def cuda_float32_path(capability):
+    """The numeric path of the CUDA kernels' float32 on a GPU of this compute capability (major,
+    minor): "f32_via_f32" (the float path) on 7.5, 8.6, 8.7, 8.9 and 12.x, "f32_via_mixed" on
+    8.0, "f32_via_f64" (the double path) elsewhere."""
+    if tuple(capability) in SLOW_FP64_CAPABILITIES or capability[0] >= 12:
+        return "f32_via_f32"
+    return "f32_via_mixed" if tuple(capability) in MIXED_CAPABILITIES else "f32_via_f64"
 
 
 def same_path_on_cpu_and_cuda(dtype, approximate="none", capability=None):
@@ -156,10 +161,10 @@ def same_path_on_cpu_and_cuda(dtype, approximate="none", capability=None):
     rounded. float32: the tanh and sigmoid forms where the GPU of this compute capability (major,
     minor; default: the current device's) takes the double path, as the CPU does; not the exact
     form, whose tail the GPU divides by a float reciprocal refined in double (within 2^-45.9 of
-    the CPU's quotient: math/f32_via_f64.h), nor the float path. float64: no, the GPU's forms of
-    the double-double path differ (the exact form's tail polynomial by Horner's rule, dd_div's
-    reciprocal by Newton steps: math/f64_double_double.h, math/common.h), which the pair path
-    uses or falls back to."""
+    the CPU's quotient: math/f32_via_f64.h), nor the mixed form or the float path. float64: no,
+    the GPU's forms of the double-double path differ (the exact form's tail polynomial by
+    Horner's rule, dd_div's reciprocal by Newton steps: math/f64_double_double.h,
+    math/common.h), which the pair path uses or falls back to."""
     import torch
 
     if dtype in (torch.float16, torch.bfloat16):
@@ -168,4 +173,4 @@ def same_path_on_cpu_and_cuda(dtype, approximate="none", capability=None):
         return False
     if capability is None:
         capability = torch.cuda.get_device_capability()
-    return not cuda_float32_takes_float_path(capability)
+    return cuda_float32_path(capability) == "f32_via_f64"

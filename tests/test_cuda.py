@@ -4,11 +4,12 @@ the CUDA backend fails them (conftest.py)."""
 
 import pytest
 import torch
-from conftest import (FLOAT_DTYPES, FLOAT_PATH_ULPS, FORWARD_ULPS, HALF_DTYPES, all_values,
-                      assert_devices_agree, assert_same_bits, assert_within, binade_samples, requires_cuda)
+from conftest import (FLOAT_DTYPES, FLOAT_PATH_ULPS, FORWARD_ULPS, HALF_DTYPES, MIXED_PATH_ULPS,
+                      all_values, assert_devices_agree, assert_same_bits, assert_within,
+                      binade_samples, requires_cuda)
 
 import gelu_ext
-from gelu_ext.reference import (cuda_float32_takes_float_path, reference_and_scales,
+from gelu_ext.reference import (cuda_float32_path, reference_and_scales,
                                 same_path_on_cpu_and_cuda)
 
 pytestmark = requires_cuda
@@ -32,8 +33,8 @@ def test_cpu_and_cuda_agree(approximate, dtype):
     """f, grad * f' and (gg * f', gg * grad * f'') on both devices: the same bits where both
     take the same path (gelu_ext.reference.same_path_on_cpu_and_cuda); otherwise float32 within
     its path's bounds of the exact value (of max(|exact|, terms) for the derivatives: the float
-    path's, or the double path's where the exact form's tail differs by its division) and float64
-    within 2 ulps of the CPU's, at max(|result|, terms)."""
+    path's or the mixed form's, or the double path's where the exact form's tail differs by its
+    division) and float64 within 2 ulps of the CPU's, at max(|result|, terms)."""
     x = agreement_inputs(dtype)
     g = torch.Generator().manual_seed(0)
     grad, gg = ((torch.randn(x.shape, generator=g) * 2).to(dtype) for _ in range(2))
@@ -50,7 +51,8 @@ def test_cpu_and_cuda_agree(approximate, dtype):
     ]
     capability = torch.cuda.get_device_capability()
     same_path = same_path_on_cpu_and_cuda(dtype, approximate, capability)
-    float_path = cuda_float32_takes_float_path(capability)
+    bounds = {"f32_via_f32": FLOAT_PATH_ULPS, "f32_via_mixed": MIXED_PATH_ULPS}.get(
+        cuda_float32_path(capability))
     for name, run, exact, scale, term in passes:
         (cpu,) = run(grad, gg, x)
         (gpu,) = run(grad.cuda(), gg.cuda(), x.cuda())
@@ -59,7 +61,7 @@ def test_cpu_and_cuda_agree(approximate, dtype):
         if same_path:
             assert_same_bits(gpu, cpu, what)
         elif dtype == torch.float32:
-            bound = FLOAT_PATH_ULPS[term] if float_path else FORWARD_ULPS[dtype]
+            bound = bounds[term] if bounds else FORWARD_ULPS[dtype]
             assert_within(gpu, exact, scale, bound, dtype, what, x)
         else:
             assert_devices_agree(gpu, cpu, scale, what)

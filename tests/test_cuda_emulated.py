@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import (FIRST_DERIVATIVE_ULPS, FLOAT_DTYPES, FLOAT_PATH_ULPS, FORWARD_ULPS, HALF_DTYPES,
-                      SECOND_DERIVATIVE_ULPS, TINY_INPUT, MpValues, all_values,
+                      MIXED_PATH_ULPS, SECOND_DERIVATIVE_ULPS, TINY_INPUT, MpValues, all_values,
                       assert_devices_agree, assert_ulps, assert_within, binade_samples, mp_exact,
                       single_path_edges_f64)
 from kernel_passes import (DTYPE_CODES, NUM_OUTPUTS, PASSES, VARIANT_CODES, gelu_arguments,
@@ -92,9 +92,11 @@ def emulated_build(arch, wait=True):
 
 def start_native_builds(fixtures):
     """Called by conftest.py as the run begins, with the fixtures the selected tests use."""
-    for fixture, arch in (("emulated", 1000), ("emulated_float_path", 860)):
+    for fixture, archs in (("emulated", [1000]), ("emulated_float_path", [860]),
+                           ("emulated_float32_route", [860, 800])):
         if fixture in fixtures:
-            emulated_build(arch, wait=False)
+            for arch in archs:
+                emulated_build(arch, wait=False)
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +115,17 @@ def same_bits_as_cpu(dtype, approximate):
 def emulated_float_path():
     """An RTX 30/A10's routes (8.6, FP64 at 1/64): float32 on the float path (f32_via_f32)."""
     return emulated_build(860)
+
+
+# The float32 routes other than the CPU's: 8.6's float path, and 8.0's (A100) mixed form of the
+# double path, with their bounds over every float32 input (docs/accuracy.md).
+FLOAT32_ROUTES = {860: ("float path", FLOAT_PATH_ULPS), 800: ("mixed form", MIXED_PATH_ULPS)}
+
+
+@pytest.fixture(scope="module", params=sorted(FLOAT32_ROUTES), ids=lambda arch: f"sm_{arch // 10}")
+def emulated_float32_route(request):
+    """(the kernels, the route's name, its bounds) for each float32 route of FLOAT32_ROUTES."""
+    return (emulated_build(request.param), *FLOAT32_ROUTES[request.param])
 
 
 @pytest.fixture(autouse=True)
@@ -644,25 +657,26 @@ def test_32_bit_index_refuses_what_it_cannot_hold(emulated):
     assert torch.equal(out, torch.full((4,), 7.0)) and take_launches(emulated) == []
 
 
-def test_float_path_within_its_bounds(emulated_float_path, approximate):
-    """float32 on the float path (compute capability 8.6's route) against the float64 reference:
-    f, f' and f'' through the forward and double backward kernels, every binade, a dense grid and
-    the tails."""
+def test_float32_route_within_its_bounds(emulated_float32_route, approximate):
+    """float32 on the float path (compute capability 8.6's route) and on the mixed form (8.0's)
+    against the float64 reference: f, f' and f'' through the forward and double backward
+    kernels, every binade, a dense grid and the tails."""
+    lib, route, bounds = emulated_float32_route
     x = torch.cat([binade_samples(torch.float32, per_binade=16), torch.linspace(-10, 10, 20001),
                    torch.linspace(-70, -5, 2001)])
     x = x[x.isfinite()]
     f, d1, d2, s1, s2 = reference_and_scales(x, approximate)
     z = x.double()
     y = torch.full_like(x, float("nan"))
-    launch_contiguous(emulated_float_path, "forward", approximate, [y], [x])
-    assert_ulps(y, f, FLOAT_PATH_ULPS["f"], f"float path forward {approximate}", x,
+    launch_contiguous(lib, "forward", approximate, [y], [x])
+    assert_ulps(y, f, bounds["f"], f"{route} forward {approximate}", x,
                 mp_exact(z, approximate, 0))
     one, dx, ddx = torch.ones_like(x), torch.full_like(x, float("nan")), torch.full_like(x, 0.0)
-    launch_contiguous(emulated_float_path, "double_backward", approximate, [dx, ddx], [one, one, x])
-    assert_within(dx, d1, s1, FLOAT_PATH_ULPS["f'"], torch.float32,
-                  f"float path f' {approximate}", x, mp_exact(z, approximate, 1))
-    assert_within(ddx, d2, s2, FLOAT_PATH_ULPS["f''"], torch.float32,
-                  f"float path f'' {approximate}", x, mp_exact(z, approximate, 2))
+    launch_contiguous(lib, "double_backward", approximate, [dx, ddx], [one, one, x])
+    assert_within(dx, d1, s1, bounds["f'"], torch.float32,
+                  f"{route} f' {approximate}", x, mp_exact(z, approximate, 1))
+    assert_within(ddx, d2, s2, bounds["f''"], torch.float32,
+                  f"{route} f'' {approximate}", x, mp_exact(z, approximate, 2))
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
@@ -688,18 +702,19 @@ def test_float_path_step_of_the_16_bit_forward(emulated_float_path, dtype, appro
 
 
 @pytest.mark.parametrize("pass_name", PASSES)
-def test_float_path_passes_agree_with_cpu_within_two_ulps(emulated_float_path, pass_name,
-                                                          approximate):
-    """Every pass of the float path, over three rounds of the grid, against the CPU's double
-    path: both within their bounds of the exact value, so within 2 ulps of each other's
-    magnitude (or the terms' scale), signs of zero, infinities and NaN alike."""
+def test_float32_route_passes_agree_with_cpu_within_two_ulps(emulated_float32_route, pass_name,
+                                                             approximate):
+    """Every pass of the float path and of the mixed form, over three rounds of the grid, against
+    the CPU's double path: both within their bounds of the exact value, so within 2 ulps of each
+    other's magnitude (or the terms' scale), signs of zero, infinities and NaN alike."""
+    lib, route, _ = emulated_float32_route
     n = rounds_of_contiguous(torch.float32)
     inputs = make_inputs(PASSES[pass_name][1], n, torch.float32)
     _, _, cpu_op, scales = PASSES[pass_name]
     outputs = [torch.full((n,), float("nan")) for _ in range(NUM_OUTPUTS.get(pass_name, 1))]
-    launch_contiguous(emulated_float_path, pass_name, approximate, outputs, inputs)
+    launch_contiguous(lib, pass_name, approximate, outputs, inputs)
     expected = cpu_op(inputs, approximate)
     for k, (got, want) in enumerate(zip(outputs, expected)):
         assert_devices_agree(got, want, lambda: scales([t.double() for t in inputs],
                                                        approximate)[k],
-                             f"float path {pass_name} output {k}", same_path=False)
+                             f"{route} {pass_name} output {k}", same_path=False)

@@ -49,7 +49,11 @@ template <Pass P, Approximate A>
 float double_path(const float* in, int output) {
   double a[3], b[2];
   for (int i = 0; i < pass_rule(P).inputs; ++i) a[i] = in[i];
+#if defined(CHECK_MIXED_PATH)
+  F32ViaF64Pass<P, A, false, true>::apply(a, b);
+#else
   F32ViaF64Pass<P, A>::apply(a, b);
+#endif
   return float(b[output]);
 }
 

@@ -416,6 +416,36 @@ def refit_mills_rest(degree=11):
     return fit_float(xs, ys - 0.5 - k1 * xs, terms, scale=ys)
 
 
+# The mixed form of f32_via_f64 (A100's float32): the same K(z), with k1 and Rest(0) in double and
+# Rest's other coefficients in float (S(u), Rest(u) = Rest(0) + u S(u), S computed in float).
+MIXED_MILLS_K1 = float(mp.mpf(1) / 4 - 1 / mp.sqrt(2 * mp.pi))  # as kMixedMillsK1, in double
+
+
+def measure_mixed_mills_rest(rest, n=3000):
+    k1 = mp.mpf(MIXED_MILLS_K1)
+    coefficients = [rest[0]] + [to_float32(c) for c in rest[1:]]
+    return log2_max([(mp.mpf(0.5) + k1 * z + z * z * polyval(coefficients, z - F32_MILLS_CENTER)) /
+                     mills_k(z) - 1 for z in grid(0, F32_Z_MAX, n)])
+
+
+def refit_mixed_mills_rest(degree=12):
+    """Rest(0) in double, then each higher coefficient rounded to float, lowest first, and the
+    ones above refitted (as fit_float)."""
+    import numpy as np
+    zs = numpy_chebyshev(0.0, F32_Z_MAX, 3000)
+    ys = np.array([float(mills_k(mp.mpf(z))) for z in zs])
+    target_all = ys - 0.5 - MIXED_MILLS_K1 * zs
+    columns = [zs * zs * (zs - F32_MILLS_CENTER)**p for p in range(degree + 1)]
+    fixed = {}
+    for p in range(degree + 1):
+        free = [q for q in range(degree + 1) if q not in fixed]
+        basis = np.array([columns[q] for q in free]).T
+        target = target_all - sum(c * columns[q] for q, c in fixed.items())
+        c = lawson(basis, target, ys)[free.index(p)]
+        fixed[p] = float(c) if p == 0 else to_float32(c)
+    return [fixed[p] for p in range(degree + 1)]
+
+
 def measure_mills_slope(ab, n=400):
     """K'(z) ~ k1 + z (a + b z): absolute error (the factor of z's low part)."""
     k1 = mp.mpf(to_float32(F32_MILLS_K1))
@@ -470,6 +500,11 @@ ENTRIES = [
               "z = 2t/(t + 2) in [0, 50/27] (|x| <= 25), k1 = 1/4 - 1/sqrt(2 pi), Rest in float; "
               "relative error of K",
          measure=lambda v: measure_mills_rest(v), refit=refit_mills_rest),
+    dict(name="kMixedMillsRest", kind="double", required=-32.5,
+         text="f32_via_f64's mixed form: K(z) as kF32MillsRest's, with k1 and Rest(0) in double "
+              "and Rest's other coefficients in float (Rest(u) = Rest(0) + u S(u), S evaluated in "
+              "float); relative error of K",
+         measure=lambda v: measure_mixed_mills_rest(v), refit=refit_mixed_mills_rest),
     dict(name="kF32MillsSlope", kind="float", required=-9.0,
          text="f32_via_f32: K'(z) ~ k1 + z (a + b z) on the same interval, {a, b} in float, the "
               "factor of z's low part; absolute error",

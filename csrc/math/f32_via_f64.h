@@ -6,9 +6,18 @@
 //
 // This is also the fallback of the 16-bit narrow path, for the elements whose rounding test
 // fails.
+//
+// The mixed form (kMixed; route.h's f32_via_mixed, float32 on A100) keeps the double
+// operations where a result needs them and moves the polynomials' small high-order terms to
+// float, where FP64 sets the kernels' pace and the FP32 pipe has room: e^r's r^3 P3(r) (the
+// float path's fit, f32_via_f32.h) and the exact form's tail beyond its first terms (a fit of
+// its own, kMixedMillsRest). Over every float32 input f lies within 0.521 ulp, f' within 0.508
+// and f'' within 0.508 (docs/accuracy.md). Written for double lanes: the GPU, and the emulation
+// and checks on the CPU.
 #pragma once
 
 #include "common.h"
+#include "f32_via_f32.h"  // the float polynomials of the mixed form
 #include "passes.h"
 
 namespace gelu_ext {
@@ -20,18 +29,25 @@ inline namespace GELU_ISA {
 // exp(a) = 2^k e^r, k >= -1010. ln2 rounded to double leaves r off by at most
 // 1010 * 2^-54 ln2 < 2^-44: no need for its low part. (P by Estrin's scheme, with a shorter
 // dependency chain, measured slower on AVX2.)
-template <class V>
+template <bool kMixed = false, class V>
 GELU_HD V exp_nonpositive(V a, V shifted) {
   const V k = shifted - V(kRoundToInteger);
   const V r = fma(k, V(-kLn2), a);
   const V r2 = r * r;
-  const V p = horner(r, GELU_TABLE(kExpPoly));
+  V p;  // e^r = 1 + r + r^2 p
+  if constexpr (kMixed) {
+    // p = 1/2 + r P3(r), P3 in float at r rounded to float (kF32ExpPoly, 2^-33.2): r P3(r)
+    // below 0.06, its float error near 2^-30.5 of e^r.
+    p = fma(r, V(horner(static_cast<float>(r), GELU_TABLE(kF32ExpPoly))), V(0.5));
+  } else {
+    p = horner(r, GELU_TABLE(kExpPoly));
+  }
   return times_pow2_normal(fma(r2, p, V(1.0) + r), shifted, k);  // e^r in [0.7, 1.5]: normal
 }
-template <class V>
+template <bool kMixed = false, class V>
 GELU_HD V exp_nonpositive(V a) {
   a = at_least(a, kExpArgumentFloor);
-  return exp_nonpositive(a, fma(a, V(kLog2e), V(kRoundToInteger)));
+  return exp_nonpositive<kMixed>(a, fma(a, V(kLog2e), V(kRoundToInteger)));
 }
 
 // -kExpPoly for w = -2r in place of r: -P(-w/2)/4 = -sum of c[i] (-1)^i 2^-(i+2) w^i. Each step
@@ -52,16 +68,32 @@ GELU_COEFFICIENTS(kGaussianReduction, kRoundToInteger, 2.0 * kLn2)
 // instructions shorter. w = t^2 + 2 k ln2 = -2r (r as in exp_nonpositive, exactly: the scaling
 // commutes with rounding), so that -t^2/2 is never formed, and e^r is computed negated: every
 // step is the plain one's with its signs flipped, which round-to-nearest mirrors exactly.
-template <class V>
+template <bool kMixed = false, class V>
 GELU_HD V negated_gaussian(V t) {
   const auto& c = GELU_TABLE(kGaussianReduction);
   const V square = t * t;
   const V shifted = fma(square, V(-0.5 * kLog2e), V(c[0]));
   const V k = shifted - V(c[0]);
   const V w = fma(k, V(c[1]), square);
-  const V p = horner(w, GELU_TABLE(kNegatedExpPolyInW));
+  V p;
+  if constexpr (kMixed) {
+    // As in exp_nonpositive: p = -1/8 - w h, h = -P3(-w/2)/8 in float (kF32ExpPolyHalf).
+    p = fma(-w, V(horner(static_cast<float>(w), GELU_TABLE(kF32ExpPolyHalf))), V(-0.125));
+  } else {
+    p = horner(w, GELU_TABLE(kNegatedExpPolyInW));
+  }
   return times_pow2_normal(fma(w * w, p, fma(w, V(0.5), V(-1.0))), shifted, k);
 }
+
+// The mixed form's tail: K(z) = 1/2 + k1 z + z^2 Rest(u), u = z - 13/8, with k1 and Rest(0) in
+// double and S(u) = (Rest(u) - Rest(0)) / u in float (kMixedMillsRest, 2^-33.0).
+constexpr double kMixedMillsK1 = -0.14894228040143268;  // 1/4 - 1/sqrt(2 pi)
+constexpr float mixed_mills_s(int i) { return static_cast<float>(kMixedMillsRest_host[i + 1]); }
+GELU_COEFFICIENTS_FLOAT(kMixedMillsS, mixed_mills_s(0), mixed_mills_s(1), mixed_mills_s(2),
+                        mixed_mills_s(3), mixed_mills_s(4), mixed_mills_s(5), mixed_mills_s(6),
+                        mixed_mills_s(7), mixed_mills_s(8), mixed_mills_s(9), mixed_mills_s(10),
+                        mixed_mills_s(11))
+static_assert(sizeof(kMixedMillsRest_host) / sizeof(double) == 13, "kMixedMillsS takes 12");
 
 // R(t) = exp(t^2/2) Q(t) for t >= 0, Q(t) = erfc(t/sqrt2)/2 the upper tail (relative error 2^-33
 // up to t = 15, 2^-28 at 18.5; beyond 15 it is only ever multiplied by exp(-t^2/2) < 1e-48, so
@@ -72,22 +104,43 @@ GELU_HD V negated_gaussian(V t) {
 // The CPU divides; the division's latency overlaps the exp's. The device form multiplies by the
 // float reciprocal of the denominator, off by a relative delta below 2^-23 (two float roundings),
 // after one Newton step in double, which leaves delta^2 + 2^-53 < 2^-45.9: 3 FP64 operations in
-// place of a division's 8, where the exact form's float32 kernels are FP64-bound (A100, H200,
-// B200 in bench/gpu_model.py). IEEE operations alone, so the CUDA emulation has the GPU's bits;
-// they differ from the CPU's only where a result lies within about 2^-45 of a rounding boundary.
+// place of a division's 8, where the exact form's float32 kernels were FP64-bound (H200 and B200
+// in bench/gpu_model.py; A100 takes the mixed form). IEEE operations alone, so the CUDA
+// emulation has the GPU's bits; they differ from the CPU's only where a result lies within
+// about 2^-45 of a rounding boundary.
 // (On the CPU the conversions cost more than the division saves, bench/kernel_alone.cpp; in the
 // logistic forms' 1 / (1 + e) the float division's extra instructions cost B200, which is
 // issue-bound there, more than the FP64 operations saved.)
 template <class V>
-GELU_HD V scaled_upper_tail(V t) {
+struct ScaledTail {
+  V r, t_r;  // R(t) and t R(t)
+};
+template <bool kMixed = false, class V>
+GELU_HD ScaledTail<V> scaled_upper_tail(V t) {
+  if constexpr (kMixed) {
+    // R = K(z) m with m = 2/(t + 2) = 1/d (d = t/2 + 1, exact; the device form's refined float
+    // reciprocal, within 2^-45.9), z = t m and K = 1/2 + z (k1 + z Rest(u)), u = z - 13/8
+    // (t <= 25, as the float path's), S in float at u rounded to float: z^2 Rest stays below 7%
+    // of K. t R = z K, one multiplication fewer than t (K m).
+    const V d = fma(t, V(0.5), V(1.0));
+    const V seed = float_reciprocal(d);
+    const V m = fma(seed, fma(-d, seed, V(1.0)), seed);
+    const V z = t * m;
+    const V u = z - V(kF32MillsCenter);
+    const V rest = fma(u, V(horner(static_cast<float>(u), GELU_TABLE(kMixedMillsS))),
+                       V(kMixedMillsRest_host[0]));
+    const V k = fma(z, fma(z, rest, V(kMixedMillsK1)), V(0.5));
+    return ScaledTail<V>{k * m, z * k};
+  }
   const V numerator = horner(t, GELU_TABLE(kTailNumerator));
   const V denominator = horner(t, GELU_TABLE(kTailDenominator));
 #if defined(GELU_DEVICE_FORMS)
   const V seed = float_reciprocal(denominator);
-  return numerator * fma(seed, fma(-denominator, seed, V(1.0)), seed);
+  const V r = numerator * fma(seed, fma(-denominator, seed, V(1.0)), seed);
 #else
-  return numerator / denominator;
+  const V r = numerator / denominator;
 #endif
+  return ScaledTail<V>{r, t * r};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,32 +148,35 @@ GELU_HD V scaled_upper_tail(V t) {
 // tail Q(t) = exp(-t^2/2) R(t): Phi(x) = Q(t) for x < 0 and 1 - Q(t) for x > 0, never
 // 1 + erf(x/sqrt2), which is 0 in float for x < -5.5 although Phi(x) is a normal float down to
 // x = -13. t is capped at kExactSaturation, beyond which every term with the Gaussian factor is
-// below 1e-297: each result then rounds to its limit in every output type, with no case split.
+// below 1e-297: each result then rounds to its limit in every output type, with no case split
+// (the mixed form, for float32 alone, at kF32ExactLimit, as the float path).
 
 // The Gaussian factor E = exp(-t^2/2), kept negated (-E costs nothing to form and saves the
 // forward a negation; the derivatives flip a sign inside an FMA instead, with the same bits), and
 // R(t), so that Q(t) = E R.
 template <class V>
 struct UpperTail {
-  V t, minus_gaussian, scaled_tail;
+  V t, minus_gaussian;
+  ScaledTail<V> scaled;
 };
-template <class V>
+template <bool kMixed = false, class V>
 GELU_HD UpperTail<V> upper_tail(V x) {
-  const V t = at_most(magnitude(x), kExactSaturation);  // NaN stays
-  return UpperTail<V>{t, negated_gaussian(t), scaled_upper_tail(t)};
+  const double limit = kMixed ? double(kF32ExactLimit) : kExactSaturation;
+  const V t = at_most(magnitude(x), limit);  // NaN stays
+  return UpperTail<V>{t, negated_gaussian<kMixed>(t), scaled_upper_tail<kMixed>(t)};
 }
 
 // f = max(x, 0) - t Q(t): x Q(t) for x < 0, x (1 - Q(t)) for x >= 0, rounded once. The sign of
 // zero is kept, and NaN comes through t.
 template <class V>
 GELU_HD V exact_forward(V x, const UpperTail<V>& q) {
-  return fma(q.minus_gaussian, q.t * q.scaled_tail, at_least(x, 0.0));
+  return fma(q.minus_gaussian, q.scaled.t_r, at_least(x, 0.0));
 }
 
 // For x < 0, f' = Q(t) - t phi(t) = E (R - t/sqrt(2pi)); for x > 0, f' = 1 - that.
 template <class V>
 GELU_HD V exact_derivative(V x, const UpperTail<V>& q) {
-  const V lower_part = q.minus_gaussian * fma(q.t, V(kInvSqrt2Pi), -q.scaled_tail);
+  const V lower_part = q.minus_gaussian * fma(q.t, V(kInvSqrt2Pi), -q.scaled.r);
   return select(x < V(0.0), lower_part, V(1.0) - lower_part);
 }
 
@@ -147,7 +203,7 @@ constexpr double logistic_saturation(Approximate A) {
   return A == Approximate::kTanh ? kTanhSaturation : kSigmoidSaturation;
 }
 
-template <Approximate A, class V>
+template <Approximate A, bool kMixed = false, class V>
 GELU_HD Logistic<V> logistic(V x) {
   Logistic<V> g;
   g.x = clamp_magnitude(x, logistic_saturation(A));
@@ -161,8 +217,15 @@ GELU_HD Logistic<V> logistic(V x) {
     g.ds = V(kSigmoidScale);
     g.d2s = V(0.0);
   }
-  const V e = exp_nonpositive(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
-  const V inv = V(1.0) / (V(1.0) + e);
+  const V e = exp_nonpositive<kMixed>(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
+  V inv;
+  if constexpr (kMixed) {  // a refined float reciprocal, within 2^-45.9 (as scaled_upper_tail)
+    const V d = V(1.0) + e;
+    const V seed = float_reciprocal(d);
+    inv = fma(seed, fma(-d, seed, V(1.0)), seed);
+  } else {
+    inv = V(1.0) / (V(1.0) + e);
+  }
   const V small = e * inv;
   const auto nonnegative = g.s >= V(0.0);
   g.p = select(nonnegative, inv, small);
@@ -193,16 +256,16 @@ GELU_HD V logistic_second_derivative(const Logistic<V>& g) {
 
 // f, f' and f'' at x, computing what they share (the tail or the logistic) once: kNeeds says
 // which are needed, and the rest is never computed.
-template <Approximate A, int kNeeds, class V>
+template <Approximate A, int kNeeds, bool kMixed = false, class V>
 GELU_HD Derivatives<V> f32_via_f64(V x) {
   Derivatives<V> r{};
   if constexpr (A == Approximate::kNone) {
-    const UpperTail<V> q = upper_tail(x);
+    const UpperTail<V> q = upper_tail<kMixed>(x);
     if (kNeeds & kNeedF) r.f = exact_forward(x, q);
     if (kNeeds & kNeedD1) r.d1 = exact_derivative(x, q);
     if (kNeeds & kNeedD2) r.d2 = exact_second_derivative(q);
   } else {
-    const Logistic<V> g = logistic<A>(x);
+    const Logistic<V> g = logistic<A, kMixed>(x);
     if (kNeeds & kNeedF) r.f = logistic_forward<A>(x, g);
     if (kNeeds & kNeedD1) r.d1 = logistic_derivative(g);
     if (kNeeds & kNeedD2) r.d2 = logistic_second_derivative(g);
@@ -249,12 +312,12 @@ GELU_HD V settle_ties_of_tiny_f(V f, V x) {
 // to its type by the kernel. f needs its ties settled where its argument is a sum or it is
 // multiplied by an operand; f' where two operands multiply it (one operand times f' = 1 is that
 // operand, exact); and, for 16-bit outputs, f near x = 0.
-template <Pass P, Approximate A, bool kSixteenBitOutput = false>
+template <Pass P, Approximate A, bool kSixteenBitOutput = false, bool kMixed = false>
 struct F32ViaF64Pass {
   template <class V>
   GELU_HD static void apply(const V* in, V* out) {
     const V x = argument_of<P>(in);
-    const Derivatives<V> d = f32_via_f64<A, needs(P)>(x);
+    const Derivatives<V> d = f32_via_f64<A, needs(P), kMixed>(x);
     out[0] = output<0>(in, x, d);
     if constexpr (pass_rule(P).outputs > 1) out[1] = output<1>(in, x, d);
   }

@@ -21,6 +21,8 @@ struct PathPass<NumericPath::kF32ViaF64, P, A, k16> : F32ViaF64Pass<P, A, k16> {
 template <Pass P, Approximate A, bool k16>
 struct PathPass<NumericPath::kF32ViaF32, P, A, k16> : F32ViaF32Pass<P, A> {};
 template <Pass P, Approximate A, bool k16>
+struct PathPass<NumericPath::kF32ViaMixed, P, A, k16> : F32ViaF64Pass<P, A, k16, true> {};
+template <Pass P, Approximate A, bool k16>
 struct PathPass<NumericPath::kF64DoubleDouble, P, A, k16> : F64DoubleDoublePass<P, A> {};
 template <Pass P, Approximate A, bool k16>
 struct PathPass<NumericPath::kF64Pair, P, A, k16> : F64PairPass<P, A> {};

@@ -14,6 +14,8 @@ enum CpuIsa : int { kIsaPortable = 0, kIsaAvx2 = 1, kIsaAvx512 = 2 };
 enum class NumericPath : int {
   kF32ViaF64,           // math/f32_via_f64.h: double, rounded once to the output type
   kF32ViaF32,           // math/f32_via_f32.h: float32 in float and float pairs, rounded once
+  kF32ViaMixed,         // math/f32_via_f64.h's mixed form: double, with the small high-order
+                        //   terms of its polynomials in float, rounded once
   kF64DoubleDouble,     // math/f64_double_double.h: double-double, rounded once
   kF64Pair,             // math/f64_pair.h: double pairs; elements it cannot settle are redone
                         //   by kF64DoubleDouble
@@ -30,10 +32,17 @@ enum class NumericPath : int {
 // CUDA architectures whose FP64 runs at 1/32 (7.5) or 1/64 (8.6, 8.7, 8.9, 12.x) of FP32: there
 // float32 computes in float (bench/gpu_model.py predicts the double path 3-10 times slower than
 // F.gelu on them). Elsewhere FP64 has half of FP32's rate and the double path, with fewer
-// instructions, is the faster.
+// instructions than the float path, is the faster.
 constexpr bool has_slow_fp64(int arch) {
   return arch == 750 || arch == 860 || arch == 870 || arch == 890 || arch >= 1200;
 }
+
+// Of those, the architecture whose float32 kernels FP64 paces on the double path while its FP32
+// pipe has room: A100 (8.0), where the mixed form, which moves the polynomials' small terms to
+// the FP32 pipe, is predicted at the memory's pace, from 1.22-1.46 times F.gelu's time in the
+// forward. On 9.0 and 10.x, whose kernels the instruction issue paces (H200, B200), its extra
+// instructions cost more than the FP64 operations saved (bench/gpu_model.py).
+constexpr bool prefers_mixed(int arch) { return arch == 800; }
 
 constexpr bool is_16_bit(DType dtype) {
   return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
@@ -69,9 +78,12 @@ constexpr bool kRouteF64Pair = true;
 constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate form, int arch) {
   const PassRule rule = pass_rule(pass);
   const bool second_derivative = (needs(pass) & math::kNeedD2) != 0;
-  if (dtype == DType::kFloat32)
-    return device == Device::kCuda && has_slow_fp64(arch) ? NumericPath::kF32ViaF32
-                                                          : NumericPath::kF32ViaF64;
+  if (dtype == DType::kFloat32) {
+    if (device != Device::kCuda) return NumericPath::kF32ViaF64;
+    return has_slow_fp64(arch)   ? NumericPath::kF32ViaF32
+           : prefers_mixed(arch) ? NumericPath::kF32ViaMixed
+                                 : NumericPath::kF32ViaF64;
+  }
   if (dtype == DType::kFloat64)
     return second_derivative || !kRouteF64Pair ? NumericPath::kF64DoubleDouble
                                                : NumericPath::kF64Pair;
@@ -123,6 +135,7 @@ constexpr const char* path_name(NumericPath path) {
   switch (path) {
     case NumericPath::kF32ViaF64: return "f32_via_f64";
     case NumericPath::kF32ViaF32: return "f32_via_f32";
+    case NumericPath::kF32ViaMixed: return "f32_via_mixed";
     case NumericPath::kF64DoubleDouble: return "f64_double_double";
     case NumericPath::kF64Pair: return "f64_pair";
     case NumericPath::kNarrow16: return "narrow16";
