@@ -122,9 +122,7 @@ GELU_HD ScaledTail<V> scaled_upper_tail(V t) {
     // reciprocal, within 2^-45.9), z = t m and K = 1/2 + z (k1 + z Rest(u)), u = z - 13/8
     // (t <= 25, as the float path's), S in float at u rounded to float: z^2 Rest stays below 7%
     // of K. t R = z K, one multiplication fewer than t (K m).
-    const V d = fma(t, V(0.5), V(1.0));
-    const V seed = float_reciprocal(d);
-    const V m = fma(seed, fma(-d, seed, V(1.0)), seed);
+    const V m = refined_reciprocal(fma(t, V(0.5), V(1.0)));
     const V z = t * m;
     const V u = z - V(kF32MillsCenter);
     const V rest = fma(u, V(horner(static_cast<float>(u), GELU_TABLE(kMixedMillsS))),
@@ -135,8 +133,7 @@ GELU_HD ScaledTail<V> scaled_upper_tail(V t) {
   const V numerator = horner(t, GELU_TABLE(kTailNumerator));
   const V denominator = horner(t, GELU_TABLE(kTailDenominator));
 #if defined(GELU_DEVICE_FORMS)
-  const V seed = float_reciprocal(denominator);
-  const V r = numerator * fma(seed, fma(-denominator, seed, V(1.0)), seed);
+  const V r = numerator * refined_reciprocal(denominator);
 #else
   const V r = numerator / denominator;
 #endif
@@ -219,10 +216,8 @@ GELU_HD Logistic<V> logistic(V x) {
   }
   const V e = exp_nonpositive<kMixed>(-fabs(g.s));  // sigmoid(-|s|) = e / (1 + e)
   V inv;
-  if constexpr (kMixed) {  // a refined float reciprocal, within 2^-45.9 (as scaled_upper_tail)
-    const V d = V(1.0) + e;
-    const V seed = float_reciprocal(d);
-    inv = fma(seed, fma(-d, seed, V(1.0)), seed);
+  if constexpr (kMixed) {
+    inv = refined_reciprocal(V(1.0) + e);
   } else {
     inv = V(1.0) / (V(1.0) + e);
   }
