@@ -284,7 +284,7 @@ struct Kernel {
   static constexpr bool kRelative = kPath == NumericPath::kNarrow16Relative;
 
   static const uint16_t* result_table() {
-    static uint16_t table[kInputs16 + 1];  // + 1: AVX-512 gathers read 4 bytes per entry
+    static uint16_t table[kInputs16];
     static const bool built = [] {
       char* p[2] = {reinterpret_cast<char*>(table),
                     reinterpret_cast<char*>(const_cast<uint16_t*>(every_input16()))};

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lanes.h"
+#include "table_loads.h"
 
 #define GELU_SIMD inline __attribute__((always_inline))
 
@@ -329,25 +330,12 @@ struct NarrowLanes {
     return MaskF{inside};
   }
 
-  // The entries of a table indexed by 16-bit inputs' bits, one load per lane: on Zen 3 these
-  // loads take about half the time of the gathers they replace (bench/kernel_alone.cpp: the
-  // forward 0.47 -> 0.25 ns per element, the geglu backward 2.5 -> 1.7; docs/performance.md).
-  template <class T>
-  GELU_SIMD static void table_indices(const T* p, uint16_t (&index)[8]) {
-    std::memcpy(index, p, sizeof index);
-  }
+  // The entries of a table indexed by 16-bit inputs' bits, one load per lane (table_loads.h).
   template <class T>
   GELU_SIMD static Bits lookup(const uint16_t* table, const T* p) {
     uint16_t index[8];
-    table_indices(p, index);
-    __m128i entries = _mm_cvtsi32_si128(table[index[0]]);
-    entries = _mm_insert_epi16(entries, table[index[1]], 1);
-    entries = _mm_insert_epi16(entries, table[index[2]], 2);
-    entries = _mm_insert_epi16(entries, table[index[3]], 3);
-    entries = _mm_insert_epi16(entries, table[index[4]], 4);
-    entries = _mm_insert_epi16(entries, table[index[5]], 5);
-    entries = _mm_insert_epi16(entries, table[index[6]], 6);
-    return _mm_insert_epi16(entries, table[index[7]], 7);
+    std::memcpy(index, p, sizeof index);
+    return eight_entries(table, index);
   }
   // Tables of float pairs {a, b}: 8 pairs stored, or the pairs of 8 inputs loaded.
   template <class Pair>
@@ -362,17 +350,8 @@ struct NarrowLanes {
   GELU_SIMD static void lookup_bounded(const Pair* table, const T* p, VecF& a, VecF& b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
     uint16_t index[8];
-    table_indices(p, index);
-    // Pairs 0, 1, 4, 5 in one register and 2, 3, 6, 7 in the other: one shuffle within each
-    // half then gives the a's, another the b's, in lane order.
-    const double* pairs = reinterpret_cast<const double*>(table);
-    const auto two = [&](int i, int j) {
-      return _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(pairs + index[i]), pairs + index[j]));
-    };
-    const __m256 first = _mm256_insertf128_ps(_mm256_castps128_ps256(two(0, 1)), two(4, 5), 1);
-    const __m256 second = _mm256_insertf128_ps(_mm256_castps128_ps256(two(2, 3)), two(6, 7), 1);
-    a = VecF(_mm256_shuffle_ps(first, second, _MM_SHUFFLE(2, 0, 2, 0)));
-    b = VecF(_mm256_shuffle_ps(first, second, _MM_SHUFFLE(3, 1, 3, 1)));
+    std::memcpy(index, p, sizeof index);
+    eight_pairs(reinterpret_cast<const double*>(table), index, a.v, b.v);
   }
 };
 

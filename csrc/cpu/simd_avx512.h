@@ -5,8 +5,10 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "lanes.h"
+#include "table_loads.h"
 
 #define GELU_SIMD inline __attribute__((always_inline))
 
@@ -259,42 +261,14 @@ struct NarrowLanes {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
   }
 
-  // The entries of a table indexed by 16-bit inputs' bits (the 16-bit table has one entry of
-  // padding: each lane reads 4 bytes).
-  template <class T>
-  GELU_SIMD static __m512i table_index(const T* p) {
-    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  // Gathers into a register zeroed for each. A gather keeps the lanes its mask leaves out, so it
-  // waits for its destination's last value; given the all-lanes intrinsics, GCC gathers into a
-  // register it reuses, which chained each vector's lookups to the last vector's (float16 geglu
-  // forward 1.6 times slower, bench/kernel_alone.cpp on a Xeon). A zero source under an all-lanes
-  // mask that GCC cannot see through (set once per loop: the asm has no inputs) makes it start
-  // each gather from a fresh zero. Returns the 16 dwords at table + 2 index (16-bit tables), or
-  // the 8 qwords at table + 8 index of each half of index (tables of pairs).
-  GELU_SIMD static __mmask16 all_lanes() {
-    __mmask16 all;
-#if defined(GELU_AVX512_STAND_IN)  // tests/avx512_emulation: no mask registers
-    all = 0xFFFF;
-#else
-    asm("kxnorw %0, %0, %0" : "=k"(all));
-#endif
-    return all;
-  }
-  GELU_SIMD static __m512i gather_dwords(const void* table, __m512i index) {
-    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), all_lanes(), index, table, 2);
-  }
-  GELU_SIMD static void gather_qwords(const void* table, __m512i index, __m512i& low,
-                                      __m512i& high) {
-    const __mmask8 all = static_cast<__mmask8>(all_lanes());
-    low = _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), all, _mm512_castsi512_si256(index),
-                                      table, 8);
-    high = _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), all,
-                                       _mm512_extracti64x4_epi64(index, 1), table, 8);
-  }
+  // The entries of a table indexed by 16-bit inputs' bits, one load per lane (table_loads.h):
+  // on Zen 4 the gathers these loads replace took 1.2 to 2 times as long.
   template <class T>
   GELU_SIMD static Bits lookup(const uint16_t* table, const T* p) {
-    return _mm512_cvtepi32_epi16(gather_dwords(table, table_index(p)));
+    uint16_t index[16];
+    std::memcpy(index, p, sizeof index);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(eight_entries(table, index)),
+                                   eight_entries(table, index + 8), 1);
   }
   // Tables of float pairs {a, b}: 16 pairs stored, or the pairs of 16 inputs loaded.
   template <class Pair>
@@ -307,12 +281,14 @@ struct NarrowLanes {
   template <class Pair, class T>
   GELU_SIMD static void lookup_bounded(const Pair* table, const T* p, VecF& a, VecF& b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
-    __m512i pairs_low, pairs_high;
-    gather_qwords(table, table_index(p), pairs_low, pairs_high);
-    const __m512 low = _mm512_castsi512_ps(pairs_low), high = _mm512_castsi512_ps(pairs_high);
-    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    a = VecF(_mm512_permutex2var_ps(low, evens, high));
-    b = VecF(_mm512_permutex2var_ps(low, _mm512_add_epi32(evens, _mm512_set1_epi32(1)), high));
+    uint16_t index[16];
+    std::memcpy(index, p, sizeof index);
+    const double* pairs = reinterpret_cast<const double*>(table);
+    __m256 a_low, b_low, a_high, b_high;
+    eight_pairs(pairs, index, a_low, b_low);
+    eight_pairs(pairs, index + 8, a_high, b_high);
+    a = VecF(_mm512_insertf32x8(_mm512_castps256_ps512(a_low), a_high, 1));
+    b = VecF(_mm512_insertf32x8(_mm512_castps256_ps512(b_low), b_high, 1));
   }
   // Permute indices {first, 16 + first, first + 1, 17 + first, ...}: lanes first.. of a and b
   // interleaved.

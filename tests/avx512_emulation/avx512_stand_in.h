@@ -11,9 +11,6 @@
 // relative error Intel documents (the kernels' bounds allow for that, not for particular bits).
 #pragma once
 
-// Tells csrc/cpu/simd_avx512.h to leave out its inline assembly, which names mask registers.
-#define GELU_AVX512_STAND_IN 1
-
 #include <immintrin.h>
 
 #include <cmath>
@@ -176,15 +173,14 @@ GELU_EMU __m512 castsi512_ps(__m512i a) { return bits<__m512>(a); }
 GELU_EMU __m512d castsi512_pd(__m512i a) { return bits<__m512d>(a); }
 GELU_EMU __m512i castps_si512(__m512 a) { return bits<__m512i>(a); }
 GELU_EMU __m512i castpd_si512(__m512d a) { return bits<__m512i>(a); }
-GELU_EMU __m256i castsi512_si256(__m512i a) {
-  __m256i low;
-  std::memcpy(&low, &a, sizeof(low));
-  return low;
+GELU_EMU __m512 castps256_ps512(__m256 a) {  // the upper half undefined: zero here
+  __m512 v{};
+  std::memcpy(&v, &a, sizeof(a));
+  return v;
 }
-GELU_EMU __m256i extracti64x4_epi64(__m512i a, int imm) {
-  __m256i half;
-  std::memcpy(&half, reinterpret_cast<const char*>(&a) + 32 * (imm & 1), sizeof(half));
-  return half;
+GELU_EMU __m512 insertf32x8(__m512 a, __m256 b, int imm) {
+  std::memcpy(reinterpret_cast<char*>(&a) + 32 * (imm & 1), &b, sizeof(b));
+  return a;
 }
 
 // Memory.
@@ -196,23 +192,6 @@ GELU_EMU __m512d loadu_pd(const void* p) {
 GELU_EMU void storeu_pd(void* p, __m512d v) { std::memcpy(p, &v, sizeof(v)); }
 GELU_EMU void storeu_ps(void* p, __m512 v) { std::memcpy(p, &v, sizeof(v)); }
 GELU_EMU void storeu_si512(void* p, __m512i v) { std::memcpy(p, &v, sizeof(v)); }
-// Element i read from base + index[i] * scale where mask's bit i is set; lane i of src elsewhere.
-GELU_EMU __m512i mask_i32gather_epi32(__m512i src, __mmask16 mask, __m512i index, const void* base,
-                                      int scale) {
-  const v16si k = bits<v16si>(index);
-  v16si r = bits<v16si>(src);
-  for (int i = 0; i < 16; ++i)
-    if (mask >> i & 1) std::memcpy(&r[i], static_cast<const char*>(base) + int64_t(k[i]) * scale, 4);
-  return bits<__m512i>(r);
-}
-GELU_EMU __m512i mask_i32gather_epi64(__m512i src, __mmask8 mask, __m256i index, const void* base,
-                                      int scale) {
-  const v8si k = bits<v8si>(index);
-  v8di r = bits<v8di>(src);
-  for (int i = 0; i < 8; ++i)
-    if (mask >> i & 1) std::memcpy(&r[i], static_cast<const char*>(base) + int64_t(k[i]) * scale, 8);
-  return bits<__m512i>(r);
-}
 
 // Permutes: lane i takes lane index[i] of a, or of b where the next bit up is set.
 GELU_EMU __m512 permutex2var_ps(__m512 a, __m512i index, __m512 b) {
@@ -473,12 +452,12 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_castsi512_pd gelu_avx512_emulation::castsi512_pd
 #undef _mm512_castps_si512
 #define _mm512_castps_si512 gelu_avx512_emulation::castps_si512
+#undef _mm512_castps256_ps512
+#define _mm512_castps256_ps512 gelu_avx512_emulation::castps256_ps512
+#undef _mm512_insertf32x8
+#define _mm512_insertf32x8 gelu_avx512_emulation::insertf32x8
 #undef _mm512_castpd_si512
 #define _mm512_castpd_si512 gelu_avx512_emulation::castpd_si512
-#undef _mm512_castsi512_si256
-#define _mm512_castsi512_si256 gelu_avx512_emulation::castsi512_si256
-#undef _mm512_extracti64x4_epi64
-#define _mm512_extracti64x4_epi64 gelu_avx512_emulation::extracti64x4_epi64
 #undef _mm512_loadu_pd
 #define _mm512_loadu_pd gelu_avx512_emulation::loadu_pd
 #undef _mm512_storeu_pd
@@ -487,10 +466,6 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_storeu_ps gelu_avx512_emulation::storeu_ps
 #undef _mm512_storeu_si512
 #define _mm512_storeu_si512 gelu_avx512_emulation::storeu_si512
-#undef _mm512_mask_i32gather_epi32
-#define _mm512_mask_i32gather_epi32 gelu_avx512_emulation::mask_i32gather_epi32
-#undef _mm512_mask_i32gather_epi64
-#define _mm512_mask_i32gather_epi64 gelu_avx512_emulation::mask_i32gather_epi64
 #undef _mm512_permutex2var_ps
 #define _mm512_permutex2var_ps gelu_avx512_emulation::permutex2var_ps
 #undef _mm512_permutex2var_pd
