@@ -191,11 +191,19 @@ struct Kernel {
                                                            Redo& redo) {
     uint32_t failed = 0;
     for (int k = 0; k < kOut; ++k) {
-      N::store(reinterpret_cast<T*>(p[k]) + i, N::round(As<T>(), out[k].value));
-      // The pair path's error is 0 or not: no interval to round.
-      if constexpr (kPair) failed |= N::may_round_apart(As<T>(), out[k].error, typename N::F(0.0f));
-      else failed |= N::may_round_apart(As<T>(), out[k].value - out[k].error,
-                                        out[k].value + out[k].error);
+      if constexpr (kPair) {
+        N::store(reinterpret_cast<T*>(p[k]) + i, N::round(As<T>(), out[k].value));
+        // The pair path's error is 0 or not: no interval to round.
+        failed |= N::may_round_apart(As<T>(), out[k].error, typename N::F(0.0f));
+      } else {
+        // The interval's upper end rounded as the lanes round a sure interval (for bfloat16 a
+        // shift-add, not to-nearest-even's six operations), its NaN lanes redone.
+        const typename N::F high = out[k].value + out[k].error;
+        typename N::Bits rounded;
+        failed |= N::round_interval(As<T>(), out[k].value - out[k].error, high, high == high,
+                                    rounded);
+        N::store(reinterpret_cast<T*>(p[k]) + i, rounded);
+      }
     }
     redo_failed(p, i, redo, failed);
   }
