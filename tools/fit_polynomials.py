@@ -350,9 +350,11 @@ def lawson(basis, target, scale, iterations=100):
     return best[0]
 
 
-def fit_float(xs, ys, terms, fixed=None, scale=None):
+def fit_float(xs, ys, terms, fixed=None, scale=None, keep_double=()):
     """Float coefficients of sum_p c_p terms[p](x), minimising max |approximation - y| / scale
-    (default |y|) at xs; `fixed` maps term indices to imposed coefficients."""
+    (default |y|) at xs; `fixed` maps term indices to imposed coefficients. Each coefficient is
+    rounded to float in turn, lowest first, and the ones above refitted; those of the indices in
+    `keep_double` stay double."""
     import numpy as np
     fixed = dict(fixed or {})
     scale = np.abs(ys) if scale is None else scale
@@ -363,7 +365,8 @@ def fit_float(xs, ys, terms, fixed=None, scale=None):
         free = [q for q in range(len(terms)) if q not in fixed]
         basis = np.array([columns[q] for q in free]).T
         target = ys - sum(c * columns[q] for q, c in fixed.items())
-        fixed[p] = to_float32(lawson(basis, target, scale)[free.index(p)])
+        c = lawson(basis, target, scale)[free.index(p)]
+        fixed[p] = float(c) if p in keep_double else to_float32(c)
     return [fixed[p] for p in range(len(terms))]
 
 
@@ -429,21 +432,12 @@ def measure_mixed_mills_rest(rest, n=3000):
 
 
 def refit_mixed_mills_rest(degree=12):
-    """Rest(0) in double, then each higher coefficient rounded to float, lowest first, and the
-    ones above refitted (as fit_float)."""
+    """As refit_mills_rest, with Rest(0) in double."""
     import numpy as np
     zs = numpy_chebyshev(0.0, F32_Z_MAX, 3000)
     ys = np.array([float(mills_k(mp.mpf(z))) for z in zs])
-    target_all = ys - 0.5 - MIXED_MILLS_K1 * zs
-    columns = [zs * zs * (zs - F32_MILLS_CENTER)**p for p in range(degree + 1)]
-    fixed = {}
-    for p in range(degree + 1):
-        free = [q for q in range(degree + 1) if q not in fixed]
-        basis = np.array([columns[q] for q in free]).T
-        target = target_all - sum(c * columns[q] for q, c in fixed.items())
-        c = lawson(basis, target, ys)[free.index(p)]
-        fixed[p] = float(c) if p == 0 else to_float32(c)
-    return [fixed[p] for p in range(degree + 1)]
+    terms = [lambda z, p=p: z * z * (z - F32_MILLS_CENTER)**p for p in range(degree + 1)]
+    return fit_float(zs, ys - 0.5 - MIXED_MILLS_K1 * zs, terms, scale=ys, keep_double={0})
 
 
 def measure_mills_slope(ab, n=400):
