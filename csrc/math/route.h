@@ -91,11 +91,12 @@ constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate f
   if (device == Device::kCuda) return NumericPath::kNarrow16;
   if (second_derivative) return NumericPath::kF32ViaF64;
   // The bias passes' argument x + b is a float: no table of 16-bit inputs serves it. Cubic cells
-  // beat computing on AVX2, whose 8 lanes make the narrow functions dear; with 16 lanes and slow
-  // gathers, AVX-512 computes faster (bench/kernel_alone.cpp, both ISAs on one Zen 4 host), and
-  // there the GPU's forms, whose test reads the value alone, beat narrow16's two roundings for
-  // bfloat16 and for float16's exact form; float16's logistic forms, whose test is cheap and
-  // whose GPU forms are dearer, stay narrow16 (docs/performance.md).
+  // beat computing on AVX2, whose 8 lanes make the narrow functions dear; with 16 lanes AVX-512
+  // computes faster (bench/kernel_alone.cpp on one Zen 4 host: 0.77-1.08 ns per element against
+  // the AVX2 cubic cells' 1.12-1.41), and there the GPU's forms, whose test reads the value
+  // alone, beat narrow16's two roundings for bfloat16 and for float16's exact form (Zen 4 and a
+  // Xeon); float16's logistic forms, whose test is cheap and whose GPU forms are dearer, stay
+  // narrow16 (docs/performance.md).
   if (rule.argument_is_sum) {
     if (arch == kIsaAvx512)
       return kRouteRelative && (dtype == DType::kBFloat16 || form == Approximate::kNone)
