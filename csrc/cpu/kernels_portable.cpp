@@ -71,10 +71,6 @@ struct NarrowLanes {
   static Bits lookup(const uint16_t* table, const T* p) {
     return table[p->bits];
   }
-  template <class Pair>
-  static void store_bounded(Pair* table, float a, float b) {
-    *table = Pair{a, b};
-  }
   template <class Pair, class T>
   static void lookup_bounded(const Pair* table, const T* p, float& a, float& b) {
     const float* pair = reinterpret_cast<const float*>(table + p->bits);

@@ -39,7 +39,6 @@
 //                         (math/narrow16.h): its row's cubic, d = x - the cell's midpoint, and
 //                         the lanes where x lies in a cell
 //     lookup(const uint16_t* table, const T* p) -> Bits         table[bits of p[j]]
-//     store_bounded(math::Bounded<float>* table, F value, F error)
 //     lookup_bounded(const math::Bounded<float>* table, const T* p, F& value, F& error)
 //     load_two, round_interval_two (optional): two vectors at once (loops.h, TwoVectors)
 #pragma once
@@ -136,8 +135,6 @@ GELU_LANE_REQUIREMENT(NarrowRounding,
                                                     value<typename N<L>::Bits>())))
 GELU_LANE_REQUIREMENT(NarrowTables,
                       N<L>::lookup(value<const uint16_t*>(), value<const BFloat16*>()),
-                      N<L>::store_bounded(value<math::Bounded<float>*>(), value<F<L>>(),
-                                          value<F<L>>()),
                       N<L>::lookup_bounded(value<const math::Bounded<float>*>(),
                                            value<const Float16*>(), value<F<L>>(), value<F<L>>()))
 #undef GELU_LANE_REQUIREMENT
@@ -168,7 +165,7 @@ constexpr bool check_lanes() {
                 "lanes: Narrow needs round, may_round_apart and round_interval for Float16 and "
                 "BFloat16");
   static_assert(NarrowTables<L>::value,
-                "lanes: Narrow needs lookup, store_bounded, lookup_bounded");
+                "lanes: Narrow needs lookup, lookup_bounded");
   return true;
 }
 

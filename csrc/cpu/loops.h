@@ -32,10 +32,13 @@ inline const uint16_t* every_input16() {
   return inputs;
 }
 
-// f and f' with their error bounds, as the narrow path computes them, for every 16-bit input of
-// type T: built on first use, shared by the passes that look them up. Each value sits beside its
-// bound, so that a lookup reads one cache line.
-template <class N, Approximate A, class T>
+// f and f' with their error bounds for every 16-bit input of type T: the double path's values
+// rounded to float, which lie within 0.502 units in their last place of the exact ones at every
+// float32 input (docs/accuracy.md), so within math::kTableRelativeError of themselves, 2^-23 (a
+// quarter of the narrow path's bound, so that a quarter as many products go to the double path).
+// Built on first use (L's double lanes), shared by the passes that look them up. Each value sits
+// beside its bound, so that a lookup reads one cache line.
+template <class L, Approximate A, class T>
 struct NarrowTables {
   const math::Bounded<float>* f = nullptr;
   const math::Bounded<float>* d1 = nullptr;
@@ -44,11 +47,15 @@ struct NarrowTables {
     static math::Bounded<float> f_table[kInputs16], d1_table[kInputs16];
     static const bool built = [] {
       const T* x = reinterpret_cast<const T*>(every_input16());
-      for (int64_t i = 0; i < kInputs16; i += N::kWidth) {
-        math::Bounded<typename N::F> f, d1;
-        math::narrow_value_and_derivative<A>(N::load(x + i), f, d1);
-        N::store_bounded(f_table + i, f.value, f.error);
-        N::store_bounded(d1_table + i, d1.value, d1.error);
+      float f[L::kWidth], d1[L::kWidth];
+      for (int64_t i = 0; i < kInputs16; i += L::kWidth) {
+        const auto terms = math::f32_via_f64<A, math::kNeedF | math::kNeedD1>(L::load(x + i));
+        L::store(f, terms.f);
+        L::store(d1, terms.d1);
+        for (int j = 0; j < L::kWidth; ++j) {
+          f_table[i + j] = math::rounded_to_float_bounded(f[j]);
+          d1_table[i + j] = math::rounded_to_float_bounded(d1[j]);
+        }
       }
       return true;
     }();
@@ -284,8 +291,8 @@ struct Kernel {
 
   // 16-bit data have only 65536 inputs. narrow16_result_table looks each result up in a table of
   // all of them, which the narrow path (with its redo) computes on first use; narrow16_term_tables
-  // look up f and f' with their error bounds, as the narrow path computes them, and go on as it
-  // does. Either way the results are the narrow path's, bit for bit.
+  // look up f and f' with their error bounds (NarrowTables, the double path's) and go on as the
+  // narrow path does. Every result is correctly rounded either way, so the bits are the same.
   static constexpr bool kResultTable = kPath == NumericPath::kNarrow16ResultTable;
   static constexpr bool kTermTables = kPath == NumericPath::kNarrow16TermTables;
   static constexpr bool kCubic = kPath == NumericPath::kNarrow16Cubic;
@@ -308,11 +315,11 @@ struct Kernel {
   // The tables a step reads (none for the computed paths), fetched once per call.
   using Table = typename std::conditional<
       kCubic, const math::CubicRow*,
-      typename std::conditional<kResultTable, const uint16_t*, NarrowTables<N, A, T>>::type>::type;
+      typename std::conditional<kResultTable, const uint16_t*, NarrowTables<L, A, T>>::type>::type;
   static Table table() {
     if constexpr (kCubic) return CubicTable<A, P == Pass::kBiasBackward>::get();
     else if constexpr (kResultTable) return result_table();
-    else if constexpr (kTermTables) return NarrowTables<N, A, T>::get();
+    else if constexpr (kTermTables) return NarrowTables<L, A, T>::get();
     else return Table{};
   }
 

@@ -337,15 +337,7 @@ struct NarrowLanes {
     std::memcpy(index, p, sizeof index);
     return eight_entries(table, index);
   }
-  // Tables of float pairs {a, b}: 8 pairs stored, or the pairs of 8 inputs loaded.
-  template <class Pair>
-  GELU_SIMD static void store_bounded(Pair* table, VecF a, VecF b) {
-    static_assert(sizeof(Pair) == 8, "a pair of floats");
-    float* out = reinterpret_cast<float*>(table);
-    const __m256 low = _mm256_unpacklo_ps(a.v, b.v), high = _mm256_unpackhi_ps(a.v, b.v);
-    _mm256_storeu_ps(out, _mm256_permute2f128_ps(low, high, 0x20));
-    _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(low, high, 0x31));
-  }
+  // Tables of float pairs {a, b}: the pairs of 8 inputs loaded.
   template <class Pair, class T>
   GELU_SIMD static void lookup_bounded(const Pair* table, const T* p, VecF& a, VecF& b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");

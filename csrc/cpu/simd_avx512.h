@@ -270,14 +270,7 @@ struct NarrowLanes {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(eight_entries(table, index)),
                                    eight_entries(table, index + 8), 1);
   }
-  // Tables of float pairs {a, b}: 16 pairs stored, or the pairs of 16 inputs loaded.
-  template <class Pair>
-  GELU_SIMD static void store_bounded(Pair* table, VecF a, VecF b) {
-    static_assert(sizeof(Pair) == 8, "a pair of floats");
-    float* out = reinterpret_cast<float*>(table);
-    _mm512_storeu_ps(out, _mm512_permutex2var_ps(a.v, interleave(0), b.v));
-    _mm512_storeu_ps(out + 16, _mm512_permutex2var_ps(a.v, interleave(8), b.v));
-  }
+  // Tables of float pairs {a, b}: the pairs of 16 inputs loaded.
   template <class Pair, class T>
   GELU_SIMD static void lookup_bounded(const Pair* table, const T* p, VecF& a, VecF& b) {
     static_assert(sizeof(Pair) == 8, "a pair of floats");
@@ -289,12 +282,6 @@ struct NarrowLanes {
     eight_pairs(pairs, index + 8, a_high, b_high);
     a = VecF(_mm512_insertf32x8(_mm512_castps256_ps512(a_low), a_high, 1));
     b = VecF(_mm512_insertf32x8(_mm512_castps256_ps512(b_low), b_high, 1));
-  }
-  // Permute indices {first, 16 + first, first + 1, 17 + first, ...}: lanes first.. of a and b
-  // interleaved.
-  GELU_SIMD static __m512i interleave(int first) {
-    const __m512i lane = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    return _mm512_add_epi32(lane, _mm512_set1_epi32(first));
   }
 };
 

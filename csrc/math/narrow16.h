@@ -27,6 +27,12 @@ inline namespace GELU_ISA {
 // about 2^-21.5 (polynomials below 2^-23.3, each float operation 2^-24); checked exhaustively
 // against long double by tools/check_narrow_bounds.cpp. 2^-20 leaves a margin of 2.8.
 constexpr float kNarrowRelativeError = 0x1p-20f;
+// The CPU's term tables (cpu/loops.h) hold f and f' of the double path rounded to float: within
+// 0.502 units in the last place of the exact values at every float32 input (docs/accuracy.md), so
+// within 2^-23.99 of themselves; 2^-23 leaves a margin of 2, and kNarrowAbsoluteError covers
+// float's subnormal range (its units 2^-149). NaN and infinite values get bounds that fail the
+// rounding test.
+constexpr float kTableRelativeError = 0x1p-23f;
 // Slack for the roundings of the last products a pass forms (grad * f', gelu(gate) * up, ...).
 constexpr float kNarrowProductError = 0x1p-22f;
 // Absolute slack for results in float's subnormal range, whose roundings are absolute (2^-150):
@@ -212,6 +218,10 @@ GELU_HD void narrow_derivatives(F x, Bounded<F>& d1, Bounded<F>& d2) {
   d1.error = select(outside, inf, d1.error);
   d2.value = select(outside, F(-1.0f), d2.value);
   d2.error = select(outside, inf, d2.error + F(kNarrowAbsoluteError));
+}
+
+GELU_HD Bounded<float> rounded_to_float_bounded(float value) {
+  return Bounded<float>{value, fmaf(fabsf(value), kTableRelativeError, kNarrowAbsoluteError)};
 }
 
 template <class F>

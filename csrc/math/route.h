@@ -22,8 +22,8 @@ enum class NumericPath : int {
   kNarrow16,            // math/narrow16.h: float with an error bound and a rounding test;
                         //   elements that fail it are redone by kF32ViaF64
   kNarrow16ResultTable, // kNarrow16's results for every 16-bit input, built once and looked up
-  kNarrow16TermTables,  // kNarrow16's f and f' with their bounds for every 16-bit input, looked
-                        //   up, then kNarrow16's products and rounding test
+  kNarrow16TermTables,  // f and f' of every 16-bit input by kF32ViaF64, rounded to float with
+                        //   their bound, looked up, then kNarrow16's products and rounding test
   kNarrow16Cubic,       // kNarrow16's rounding test on the cubic cells' f or f' (narrow16.h)
   kNarrow16Relative,    // kNarrow16's GPU forms (GpuNarrowPass): one relative bound for every
                         //   output, tested on the value alone; redone by kF32ViaF64

@@ -194,12 +194,6 @@ GELU_EMU void storeu_ps(void* p, __m512 v) { std::memcpy(p, &v, sizeof(v)); }
 GELU_EMU void storeu_si512(void* p, __m512i v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Permutes: lane i takes lane index[i] of a, or of b where the next bit up is set.
-GELU_EMU __m512 permutex2var_ps(__m512 a, __m512i index, __m512 b) {
-  const v16si k = bits<v16si>(index);
-  __m512 r;
-  for (int i = 0; i < 16; ++i) r[i] = (k[i] & 16) ? b[k[i] & 15] : a[k[i] & 15];
-  return r;
-}
 GELU_EMU __m512d permutex2var_pd(__m512d a, __m512i index, __m512d b) {
   const v8di k = bits<v8di>(index);
   __m512d r;
@@ -466,8 +460,6 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_storeu_ps gelu_avx512_emulation::storeu_ps
 #undef _mm512_storeu_si512
 #define _mm512_storeu_si512 gelu_avx512_emulation::storeu_si512
-#undef _mm512_permutex2var_ps
-#define _mm512_permutex2var_ps gelu_avx512_emulation::permutex2var_ps
 #undef _mm512_permutex2var_pd
 #define _mm512_permutex2var_pd gelu_avx512_emulation::permutex2var_pd
 #undef _mm512_mask_blend_ps
