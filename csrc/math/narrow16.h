@@ -9,8 +9,9 @@
 // rounded one, on every platform, whatever reciprocal or exp each uses.
 //
 // F is float here and on the GPU, or a SIMD vector of floats (cpu/simd_*.h). The CPU reaches
-// the same results faster through tables (16-bit inputs) and cubic cells (the bias passes), both
-// built from the functions here, at the end of this file.
+// the same results faster through tables of 16-bit inputs (their results, from the functions
+// here; f and f', from the double path: cpu/loops.h) and cubic cells for the bias passes (from
+// the functions here, at the end of this file).
 #pragma once
 
 #include "common.h"
