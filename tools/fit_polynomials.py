@@ -410,13 +410,18 @@ def measure_mills_rest(rest, n=3000):
                      mills_k(z) - 1 for z in grid(0, F32_Z_MAX, n)])
 
 
-def refit_mills_rest(degree=11):
+def fit_mills_rest(degree, k1, points, keep_double=()):
+    """Rest's coefficients, K(z) = 1/2 + k1 z + z^2 Rest(z - 13/8), fitted at `points` Chebyshev
+    nodes (fit_float)."""
     import numpy as np
-    k1 = to_float32(F32_MILLS_K1)
-    xs = numpy_chebyshev(0.0, F32_Z_MAX, 2500)
-    ys = np.array([float(mills_k(mp.mpf(x))) for x in xs])
+    zs = numpy_chebyshev(0.0, F32_Z_MAX, points)
+    ys = np.array([float(mills_k(mp.mpf(z))) for z in zs])
     terms = [lambda z, p=p: z * z * (z - F32_MILLS_CENTER)**p for p in range(degree + 1)]
-    return fit_float(xs, ys - 0.5 - k1 * xs, terms, scale=ys)
+    return fit_float(zs, ys - 0.5 - k1 * zs, terms, scale=ys, keep_double=keep_double)
+
+
+def refit_mills_rest(degree=11):
+    return fit_mills_rest(degree, to_float32(F32_MILLS_K1), 2500)
 
 
 # The mixed form of f32_via_f64 (A100's float32): the same K(z), with k1 and Rest(0) in double and
@@ -432,12 +437,8 @@ def measure_mixed_mills_rest(rest, n=3000):
 
 
 def refit_mixed_mills_rest(degree=12):
-    """As refit_mills_rest, with Rest(0) in double."""
-    import numpy as np
-    zs = numpy_chebyshev(0.0, F32_Z_MAX, 3000)
-    ys = np.array([float(mills_k(mp.mpf(z))) for z in zs])
-    terms = [lambda z, p=p: z * z * (z - F32_MILLS_CENTER)**p for p in range(degree + 1)]
-    return fit_float(zs, ys - 0.5 - MIXED_MILLS_K1 * zs, terms, scale=ys, keep_double={0})
+    """k1 and Rest(0) in double."""
+    return fit_mills_rest(degree, MIXED_MILLS_K1, 3000, keep_double={0})
 
 
 def measure_mills_slope(ab, n=400):
