@@ -93,10 +93,11 @@ constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate f
   // The bias passes' argument x + b is a float: no table of 16-bit inputs serves it. Cubic cells
   // beat computing on AVX2, whose 8 lanes make the narrow functions dear; with 16 lanes AVX-512
   // computes faster (bench/kernel_alone.cpp on one Zen 4 host: 0.77-1.08 ns per element against
-  // the AVX2 cubic cells' 1.12-1.41), and there the GPU's forms, whose test reads the value
-  // alone, beat narrow16's two roundings for bfloat16 and for float16's exact form (Zen 4 and a
-  // Xeon); float16's logistic forms, whose test is cheap and whose GPU forms are dearer, stay
-  // narrow16 (docs/performance.md).
+  // the AVX2 cubic cells' 1.12-1.41; the cells on 16 lanes, each row loaded, win only the tanh
+  // form there and lose every form on a Xeon), and there the GPU's forms, whose test reads the
+  // value alone, beat narrow16's two roundings for bfloat16 and for float16's exact form (Zen 4
+  // and a Xeon); float16's logistic forms, whose test is cheap and whose GPU forms are dearer,
+  // stay narrow16 (docs/performance.md).
   if (rule.argument_is_sum) {
     if (arch == kIsaAvx512)
       return kRouteRelative && (dtype == DType::kBFloat16 || form == Approximate::kNone)
