@@ -115,7 +115,6 @@ GELU_EMU Vector broadcast(Element v) {
   return r;
 }
 GELU_EMU __m512i set1_epi32(int v) { return bits<__m512i>(broadcast<v16si>(v)); }
-GELU_EMU __m512i setzero_si512() { return set1_epi32(0); }
 GELU_EMU __m512i set1_epi64(long long v) { return bits<__m512i>(broadcast<v8di>(int64_t(v))); }
 GELU_EMU __m512 set1_ps(float v) { return broadcast<__m512>(v); }
 GELU_EMU __m512d set1_pd(double v) { return broadcast<__m512d>(v); }
@@ -129,19 +128,14 @@ GELU_EMU __m512i add_epi32(__m512i a, __m512i b) {
 GELU_EMU __m512i sub_epi32(__m512i a, __m512i b) {
   return bits<__m512i>(bits<v16su>(a) - bits<v16su>(b));
 }
-GELU_EMU __m512i add_epi64(__m512i a, __m512i b) { return bits<__m512i>(bits<v8du>(a) + bits<v8du>(b)); }
 GELU_EMU __m512i sub_epi64(__m512i a, __m512i b) { return bits<__m512i>(bits<v8du>(a) - bits<v8du>(b)); }
 GELU_EMU __m512i and_si512(__m512i a, __m512i b) { return a & b; }
-GELU_EMU __m512i or_si512(__m512i a, __m512i b) { return a | b; }
-// Shifts by a count of 32 (64) or more give 0, or the sign in every bit (srai).
+// Shifts by a count of 32 (64) or more give 0.
 GELU_EMU __m512i srli_epi32(__m512i a, unsigned count) {
   return count > 31 ? __m512i{} : bits<__m512i>(bits<v16su>(a) >> count);
 }
 GELU_EMU __m512i slli_epi32(__m512i a, unsigned count) {
   return count > 31 ? __m512i{} : bits<__m512i>(bits<v16su>(a) << count);
-}
-GELU_EMU __m512i srai_epi32(__m512i a, unsigned count) {
-  return bits<__m512i>(bits<v16si>(a) >> (count > 31 ? 31 : count));
 }
 GELU_EMU __m512i slli_epi64(__m512i a, unsigned count) {
   return count > 63 ? __m512i{} : bits<__m512i>(bits<v8du>(a) << count);
@@ -190,7 +184,6 @@ GELU_EMU __m512d loadu_pd(const void* p) {
   return v;
 }
 GELU_EMU void storeu_pd(void* p, __m512d v) { std::memcpy(p, &v, sizeof(v)); }
-GELU_EMU void storeu_ps(void* p, __m512 v) { std::memcpy(p, &v, sizeof(v)); }
 GELU_EMU void storeu_si512(void* p, __m512i v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Permutes: lane i takes lane index[i] of a, or of b where the next bit up is set.
@@ -211,12 +204,9 @@ GELU_EMU Vector blend(unsigned k, Vector a, Vector b) {
 }
 GELU_EMU __m512 mask_blend_ps(__mmask16 k, __m512 a, __m512 b) { return blend<__m512>(k, a, b); }
 GELU_EMU __m512d mask_blend_pd(__mmask8 k, __m512d a, __m512d b) { return blend<__m512d>(k, a, b); }
-GELU_EMU __m512 maskz_mov_ps(__mmask16 k, __m512 a) { return blend<__m512>(k, __m512{}, a); }
 GELU_EMU __m512i mask_mov_epi32(__m512i src, __mmask16 k, __m512i a) {
   return blend<v16si>(k, src, a);
 }
-GELU_EMU __m512i maskz_mov_epi32(__mmask16 k, __m512i a) { return blend<v16si>(k, __m512i{}, a); }
-GELU_EMU __m512 maskz_sub_ps(__mmask16 k, __m512 a, __m512 b) { return maskz_mov_ps(k, a - b); }
 // The lanes selected by k, packed into the low lanes in order; zeros above.
 template <class Lanes, class Vector>
 GELU_EMU Vector compress(unsigned k, Vector a) {
@@ -404,8 +394,6 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_scalef_pd gelu_avx512_emulation::scalef_pd
 #undef _mm512_set1_epi32
 #define _mm512_set1_epi32 gelu_avx512_emulation::set1_epi32
-#undef _mm512_setzero_si512
-#define _mm512_setzero_si512 gelu_avx512_emulation::setzero_si512
 #undef _mm512_set1_epi64
 #define _mm512_set1_epi64 gelu_avx512_emulation::set1_epi64
 #undef _mm512_set1_ps
@@ -418,20 +406,14 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_add_epi32 gelu_avx512_emulation::add_epi32
 #undef _mm512_sub_epi32
 #define _mm512_sub_epi32 gelu_avx512_emulation::sub_epi32
-#undef _mm512_add_epi64
-#define _mm512_add_epi64 gelu_avx512_emulation::add_epi64
 #undef _mm512_sub_epi64
 #define _mm512_sub_epi64 gelu_avx512_emulation::sub_epi64
 #undef _mm512_and_si512
 #define _mm512_and_si512 gelu_avx512_emulation::and_si512
-#undef _mm512_or_si512
-#define _mm512_or_si512 gelu_avx512_emulation::or_si512
 #undef _mm512_srli_epi32
 #define _mm512_srli_epi32 gelu_avx512_emulation::srli_epi32
 #undef _mm512_slli_epi32
 #define _mm512_slli_epi32 gelu_avx512_emulation::slli_epi32
-#undef _mm512_srai_epi32
-#define _mm512_srai_epi32 gelu_avx512_emulation::srai_epi32
 #undef _mm512_slli_epi64
 #define _mm512_slli_epi64 gelu_avx512_emulation::slli_epi64
 #undef _mm512_min_epu32
@@ -456,8 +438,6 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_loadu_pd gelu_avx512_emulation::loadu_pd
 #undef _mm512_storeu_pd
 #define _mm512_storeu_pd gelu_avx512_emulation::storeu_pd
-#undef _mm512_storeu_ps
-#define _mm512_storeu_ps gelu_avx512_emulation::storeu_ps
 #undef _mm512_storeu_si512
 #define _mm512_storeu_si512 gelu_avx512_emulation::storeu_si512
 #undef _mm512_permutex2var_pd
@@ -466,14 +446,8 @@ GELU_EMU __m128i cvtepi32_epi16_256(__m256i a) {  // truncated to the low 16 bit
 #define _mm512_mask_blend_ps gelu_avx512_emulation::mask_blend_ps
 #undef _mm512_mask_blend_pd
 #define _mm512_mask_blend_pd gelu_avx512_emulation::mask_blend_pd
-#undef _mm512_maskz_mov_ps
-#define _mm512_maskz_mov_ps gelu_avx512_emulation::maskz_mov_ps
 #undef _mm512_mask_mov_epi32
 #define _mm512_mask_mov_epi32 gelu_avx512_emulation::mask_mov_epi32
-#undef _mm512_maskz_mov_epi32
-#define _mm512_maskz_mov_epi32 gelu_avx512_emulation::maskz_mov_epi32
-#undef _mm512_maskz_sub_ps
-#define _mm512_maskz_sub_ps gelu_avx512_emulation::maskz_sub_ps
 #undef _mm512_maskz_compress_epi32
 #define _mm512_maskz_compress_epi32 gelu_avx512_emulation::maskz_compress_epi32
 #undef _mm512_cmp_ps_mask
