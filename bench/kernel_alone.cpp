@@ -9,7 +9,9 @@
 //
 // PASS: any Pass (kernels.h) but kDoubleBackward; VARIANT: kNone (default), kTanh or kSigmoid;
 // ELEMENT: BFloat16 (default), Float16, float or double; SIGMA (2); COLUMN_SUMS=1 also adds the
-// bias backward's rows to the bias gradient's column sums, two at a time, as ops.cpp does.
+// bias backward's rows to the bias gradient's column sums, two at a time, as ops.cpp does;
+// ROWS (16): 4096 makes each operand 16 MB (bfloat16), so that it streams from memory as in
+// the op rather than staying in the L2 cache.
 // AVX2 kernels by default, AVX-512 with -DAVX512; -DGELU_ROUTE_NO_TABLES (and the other switches of
 // math/route.h) build the kernel without a mechanism, to measure what it earns. The instruction
 // count of the inner loop is in `objdump -d` of the binary.
@@ -55,6 +57,9 @@
 #ifndef COLUMN_SUMS
 #define COLUMN_SUMS 0
 #endif
+#ifndef ROWS
+#define ROWS 16
+#endif
 
 using namespace gelu_ext;
 using namespace gelu_ext::cpu;
@@ -84,8 +89,8 @@ int main() {
   // The gradient operand, which comes first among the inputs of the backward passes.
   constexpr bool kGradient = kPass == Pass::kBackward || kPass == Pass::kBiasBackward ||
                              kPass == Pass::kGegluBackward;
-  constexpr int64_t kColumns = 2048, kRows = 16, kElements = kColumns * kRows;
-  constexpr int kRounds = 15, kCalls = 100;
+  constexpr int64_t kColumns = 2048, kRows = ROWS, kElements = kColumns * kRows;
+  constexpr int kRounds = 15, kCalls = kRows < 1600 ? int(1600 / kRows) : 1;
   std::mt19937 generator(1);
   std::normal_distribution<double> normal(0.0, 1.0);
   // Operands in the kernels' order (outputs first); the bias, the last operand of the bias
