@@ -8,7 +8,8 @@
 //       bench/kernel_alone.cpp -o /tmp/kernel_alone && /tmp/kernel_alone
 //
 // PASS: any Pass (kernels.h) but kDoubleBackward; VARIANT: kNone (default), kTanh or kSigmoid;
-// ELEMENT: BFloat16 (default), Float16, float or double; SIGMA (2); COLUMN_SUMS=1 also adds the
+// ELEMENT: BFloat16 (default), Float16, float or double; SIGMA (2); MEAN (0), the mean of x (not
+// of the bias, the gate's partner or the gradient); COLUMN_SUMS=1 also adds the
 // bias backward's rows to the bias gradient's column sums, two at a time, as ops.cpp does;
 // ROWS (16): 4096 makes each operand 16 MB (bfloat16), so that it streams from memory as in
 // the op rather than staying in the L2 cache.
@@ -60,6 +61,9 @@
 #ifndef ROWS
 #define ROWS 16
 #endif
+#ifndef MEAN
+#define MEAN 0.0
+#endif
 
 using namespace gelu_ext;
 using namespace gelu_ext::cpu;
@@ -100,8 +104,9 @@ int main() {
     const bool bias = kBias && k == kOperands - 1;
     operand[k].resize(bias ? kColumns : kElements);
     const double sigma = kGradient && k == kOutputs ? 1.0 : SIGMA;
+    const double mean = k == kOutputs + pass_rule(kPass).argument ? MEAN : 0.0;
     if (k >= kOutputs)
-      for (auto& v : operand[k]) v = element<T>(sigma * normal(generator));
+      for (auto& v : operand[k]) v = element<T>(mean + sigma * normal(generator));
   }
   std::vector<double> hi(kColumns), lo(kColumns);
   using Kernel = GELU_ISA::Kernel<GELU_ISA::Lanes, kPass, Approximate::VARIANT, T>;

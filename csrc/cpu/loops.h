@@ -165,20 +165,24 @@ struct Kernel {
         if (__builtin_expect(count > kCapacity, 0)) flush(p);
       }
     }
+    // The queue gathered whole, computed, then scattered: a vector's worth gathered just before
+    // its load would make the load wait on the narrow stores it spans (they cannot be forwarded
+    // to it), which on Zen 3 nearly doubled the redo's cost (docs/performance.md).
     void flush(char* const* p) {
-      for (int first = 0; first < count; first += L::kWidth) {
-        const int group = count - first < L::kWidth ? count - first : L::kWidth;
-        T buffer[kOperands][L::kWidth] = {};
-        char* b[kOperands];
-        for (int k = 0; k < kOperands; ++k) b[k] = reinterpret_cast<char*>(buffer[k]);
-        for (int k = kOut; k < kOperands; ++k)
-          for (int e = 0; e < group; ++e)
-            std::memcpy(&buffer[k][e], p[k] + index[first + e] * int64_t(sizeof(T)), sizeof(T));
-        vector(b, 0);
-        for (int k = 0; k < kOut; ++k)
-          for (int e = 0; e < group; ++e)
-            std::memcpy(p[k] + index[first + e] * int64_t(sizeof(T)), &buffer[k][e], sizeof(T));
+      if (count == 0) return;
+      T buffer[kOperands][kCapacity + 16 + L::kWidth];
+      char* b[kOperands];
+      for (int k = 0; k < kOperands; ++k) b[k] = reinterpret_cast<char*>(buffer[k]);
+      for (int k = kOut; k < kOperands; ++k) {
+        for (int e = 0; e < count; ++e)
+          std::memcpy(&buffer[k][e], p[k] + index[e] * int64_t(sizeof(T)), sizeof(T));
+        // The last vector's lanes past the queue repeat its first element.
+        for (int e = count; e < count + L::kWidth; ++e) buffer[k][e] = buffer[k][0];
       }
+      for (int first = 0; first < count; first += L::kWidth) vector(b, first);
+      for (int k = 0; k < kOut; ++k)
+        for (int e = 0; e < count; ++e)
+          std::memcpy(p[k] + index[e] * int64_t(sizeof(T)), &buffer[k][e], sizeof(T));
       count = 0;
     }
   };
