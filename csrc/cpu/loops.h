@@ -153,8 +153,11 @@ struct Kernel {
   // The lanes write the indices of a vector's failed lanes with one permute or compress.
   struct Redo {
     static constexpr int kCapacity = 256;
-    // append_lanes may write past the count it adds: up to 16 entries (the widest lanes).
-    int32_t index[kCapacity + 16];
+    // The most entries the queue holds before it is flushed (count exceeds kCapacity by less
+    // than one vector's worth), and the room append_lanes needs: it may write up to 16 entries
+    // (the widest lanes) past the count it adds.
+    static constexpr int kRoom = kCapacity + 16;
+    int32_t index[kRoom];
     int count = 0;
 
     // lanes: of the vector at i, or of two (a two-vector step), a vector's worth at a time.
@@ -170,7 +173,7 @@ struct Kernel {
     // to it), which on Zen 3 nearly doubled the redo's cost (docs/performance.md).
     void flush(char* const* p) {
       if (count == 0) return;
-      T buffer[kOperands][kCapacity + 16 + L::kWidth];
+      T buffer[kOperands][kRoom + L::kWidth];
       char* b[kOperands];
       for (int k = 0; k < kOperands; ++k) b[k] = reinterpret_cast<char*>(buffer[k]);
       for (int k = kOut; k < kOperands; ++k) {
