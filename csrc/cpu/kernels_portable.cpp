@@ -55,13 +55,20 @@ struct NarrowLanes {
     p->bits = bits;
   }
 
-  // math/narrow16.h's cells: x's row of `rows` (math::CubicRow) as c, d = x - the cell's midpoint,
-  // and whether x lies in a cell (where not, the cubic is to be ignored).
+  // math/narrow16.h's cells: x's row, then (cell_at) that row of `rows` (math::CubicRow) as c,
+  // d = x - the cell's midpoint, and whether x lies in a cell (where not, the cubic is to be
+  // ignored).
+  static void cell_offsets(float x, int32_t* offsets) {
+    uint32_t row;
+    float d;
+    math::cell_of(x, row, d);
+    offsets[0] = static_cast<int32_t>(row);
+  }
   template <class Row>
-  static bool cell(const Row* rows, float x, float (&c)[4], float& d) {
+  static bool cell_at(const Row* rows, float x, const int32_t* offsets, float (&c)[4], float& d) {
     uint32_t row;
     const bool inside = math::cell_of(x, row, d);
-    for (int k = 0; k < 4; ++k) c[k] = inside ? rows[row].c[k] : 0.0f;
+    for (int k = 0; k < 4; ++k) c[k] = inside ? rows[offsets[0]].c[k] : 0.0f;
     if (!inside) d = 0.0f;
     return inside;
   }

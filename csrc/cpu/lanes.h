@@ -34,10 +34,12 @@
 //     round_interval(As<T>, F lo, F hi, MF qualified, Bits& rounded) -> uint32_t
 //                         may_round_apart, or not qualified; and hi rounded (to nearest where
 //                         no boundary lies between the ends)
-//     cell(const math::CubicRow* rows, F x, F (&c)[4], F& d) -> MF
+//     cell_offsets(F x, int32_t* offsets), cell_at(const math::CubicRow* rows, F x,
+//                  const int32_t* offsets, F (&c)[4], F& d) -> MF
 //                         (where the route table gives this ISA narrow16_cubic) x's cell
-//                         (math/narrow16.h): its row's cubic, d = x - the cell's midpoint, and
-//                         the lanes where x lies in a cell
+//                         (math/narrow16.h): its row, as kWidth offsets in memory that the
+//                         caller may compute a step ahead; then its row's cubic, d = x - the
+//                         cell's midpoint, and the lanes where x lies in a cell
 //     lookup(const uint16_t* table, const T* p) -> Bits         table[bits of p[j]]
 //     lookup_bounded(const math::Bounded<float>* table, const T* p, F& value, F& error)
 //     load_two, round_interval_two (optional): two vectors at once (loops.h, TwoVectors)

@@ -233,12 +233,13 @@ struct Kernel {
   }
 
   // narrow16_cubic: f or f' at x + b from the cells' cubics (CubicTable), with the narrow path's
-  // rounding test and redo.
+  // rounding test and redo; offsets: the cells' (N::cell_offsets of x + b).
   __attribute__((always_inline)) static auto interpolate(const typename N::F (&in)[kIn],
-                                                        const math::CubicRow* rows) {
+                                                        const math::CubicRow* rows,
+                                                        const int32_t* offsets) {
     typename N::F c[4], d;
     const typename N::F sum = math::argument_of<P>(in);
-    const auto in_cell = N::cell(rows, sum, c, d);
+    const auto in_cell = N::cell_at(rows, sum, offsets, c, d);
     return math::narrow_cubic_interval<P>(in, c, d, sum, in_cell);
   }
 
@@ -247,7 +248,10 @@ struct Kernel {
                                                               const math::CubicRow* rows) {
     typename N::F in[kIn];
     for (int k = 0; k < kIn; ++k) in[k] = N::load(reinterpret_cast<const T*>(p[kOut + k]) + i);
-    const auto result = interpolate(in, rows);
+    alignas(32) int32_t offsets[kWidth];
+    N::cell_offsets(math::argument_of<P>(in), offsets);
+    asm("" : "+m"(offsets));  // stored, to be loaded one per lane
+    const auto result = interpolate(in, rows, offsets);
     typename N::Bits rounded;
     const uint32_t failed =
         N::round_interval(As<T>(), result.low, result.high, result.qualified, rounded);
@@ -255,15 +259,29 @@ struct Kernel {
     redo_failed(p, i, redo, failed);
   }
 
-  // Two vectors at once, through the lanes' paired loads and stores (TwoVectors, above).
-  __attribute__((always_inline)) static void interpolate_two(char* const* p, int64_t i,
-                                                             Redo& redo,
-                                                             const math::CubicRow* rows) {
+  // The cells' row offsets of the two vectors at i (N::cell_offsets), into offsets[0, 2 kWidth).
+  __attribute__((always_inline)) static void cell_offsets_two(char* const* p, int64_t i,
+                                                              int32_t* offsets) {
     using Two = TwoVectors<N, T>;
     typename N::F in[2][kIn];
     for (int k = 0; k < kIn; ++k)
       Two::load(reinterpret_cast<const T*>(p[kOut + k]) + i, in[0][k], in[1][k]);
-    const auto first = interpolate(in[0], rows), second = interpolate(in[1], rows);
+    N::cell_offsets(math::argument_of<P>(in[0]), offsets);
+    N::cell_offsets(math::argument_of<P>(in[1]), offsets + N::kWidth);
+  }
+
+  // Two vectors at once, through the lanes' paired loads and stores (TwoVectors, above), their
+  // cells' offsets computed a step before (cell_offsets_two).
+  __attribute__((always_inline)) static void interpolate_two(char* const* p, int64_t i,
+                                                             Redo& redo,
+                                                             const math::CubicRow* rows,
+                                                             const int32_t* offsets) {
+    using Two = TwoVectors<N, T>;
+    typename N::F in[2][kIn];
+    for (int k = 0; k < kIn; ++k)
+      Two::load(reinterpret_cast<const T*>(p[kOut + k]) + i, in[0][k], in[1][k]);
+    const auto first = interpolate(in[0], rows, offsets),
+               second = interpolate(in[1], rows, offsets + N::kWidth);
     const uint32_t failed = Two::round_interval_and_store(
         reinterpret_cast<T*>(p[0]) + i, {first.low, second.low}, {first.high, second.high},
         {first.qualified, second.qualified});
@@ -368,6 +386,33 @@ struct Kernel {
   // the hardware prefetchers of some machines (virtual ones especially) fall behind.
   static constexpr int64_t kPrefetchBytes = 4096;
 
+  __attribute__((always_inline)) static void prefetch_inputs(char* const* p, int64_t i) {
+    for (int k = kOut; k < kOperands; ++k)
+      for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
+        __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 3);
+  }
+
+  // narrow16_cubic's steps of two vectors over n elements; returns the elements done. Each step
+  // computes the next one's cell offsets, so that its own row loads need not wait for its
+  // offsets' stores: the chain from the inputs to the rounding test is long enough that the core
+  // overlaps too few steps (16-bit bias passes 1.08-1.16 times faster on Zen 3,
+  // bench/kernel_alone.cpp; docs/performance.md).
+  static int64_t interpolate_pairs(char* const* __restrict p, int64_t n, Redo& redo,
+                                   const math::CubicRow* rows) {
+    alignas(32) int32_t offsets[2][2 * kWidth];
+    int32_t *current = offsets[0], *next = offsets[1];
+    if (n >= 2 * kWidth) cell_offsets_two(p, 0, current);
+    int64_t i = 0;
+    for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
+      prefetch_inputs(p, i);
+      if (i + 4 * kWidth <= n) cell_offsets_two(p, i + 2 * kWidth, next);
+      asm("" : "+m"(offsets));  // stored, to be loaded one per lane
+      interpolate_two(p, i, redo, rows, current);
+      std::swap(current, next);
+    }
+    return i;
+  }
+
   // n elements of each operand, contiguous. Two vectors per step give the core two independent
   // dependency chains to interleave.
   // p is __restrict: the stores through the data pointers never write the array of pointers
@@ -376,14 +421,11 @@ struct Kernel {
     Redo redo;
     const Table lookups = table();
     int64_t i = 0;
-    for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
-      if constexpr (!kResultTable && !kTermTables)
-        for (int k = kOut; k < kOperands; ++k)
-          for (int64_t line = 0; line < 2 * kWidth * int64_t(sizeof(T)); line += 64)
-            __builtin_prefetch(p[k] + i * sizeof(T) + kPrefetchBytes + line, 0, 3);
-      if constexpr (kCubic) {
-        interpolate_two(p, i, redo, lookups);
-      } else {
+    if constexpr (kCubic) {
+      i = interpolate_pairs(p, n, redo, lookups);
+    } else {
+      for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
+        if constexpr (!kResultTable && !kTermTables) prefetch_inputs(p, i);
         step(p, i, redo, lookups);
         step(p, i + kWidth, redo, lookups);
       }
