@@ -290,10 +290,6 @@ struct NarrowLanes {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bits);
   }
 
-  // the math's cells: each lane's row of `rows` (math::CubicRow, 16 bytes) as c,
-  // d = x - the cell's midpoint, and the lanes where x lies in a cell (elsewhere c is the last
-  // cell's of its sign, and the cubic is to be ignored). Rows are loaded whole and transposed
-  // (gathers are slow).
   // Each lane's row of the cells as a byte offset, stored for cell_at, which loads them one per
   // lane, where extracting them from the register took 3 instructions each.
   GELU_SIMD static void cell_offsets(VecF x, int32_t* offset_bytes) {
