@@ -290,17 +290,25 @@ struct NarrowLanes {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bits);
   }
 
-  // Each lane's row of the cells as a byte offset, stored for cell_at, which loads them one per
-  // lane, where extracting them from the register took 3 instructions each.
-  GELU_SIMD static void cell_offsets(VecF x, int32_t* offset_bytes) {
-    const __m256i bits = _mm256_castps_si256(x.v);
+  // Each lane's cell index within its sign's cells (math::cell_of), and the lanes where x lies in
+  // a cell: below the first cell the unclamped index wraps around to a large unsigned number.
+  GELU_SIMD static __m256i cell_index(__m256i bits, __m256& inside) {
     const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
     const __m256i offset = _mm256_sub_epi32(_mm256_srli_epi32(magnitude, math::kCellLowBits),
                                             _mm256_set1_epi32(math::kCellFirstExponent << math::kCellBits));
     const __m256i clamped = _mm256_min_epu32(offset, _mm256_set1_epi32(math::kCellsPerSign - 1));
+    inside = _mm256_castsi256_ps(_mm256_cmpeq_epi32(clamped, offset));
+    return clamped;
+  }
+  // Each lane's row of the cells as a byte offset, stored for cell_at, which loads them one per
+  // lane, where extracting them from the register took 3 instructions each.
+  GELU_SIMD static void cell_offsets(VecF x, int32_t* offset_bytes) {
+    const __m256i bits = _mm256_castps_si256(x.v);
+    __m256 inside;
+    const __m256i index = cell_index(bits, inside);
     const __m256i negative = _mm256_srai_epi32(bits, 31);
     _mm256_store_si256(reinterpret_cast<__m256i*>(offset_bytes),
-                       _mm256_slli_epi32(_mm256_add_epi32(clamped, _mm256_and_si256(negative, _mm256_set1_epi32(math::kCellsPerSign))), 4));
+                       _mm256_slli_epi32(_mm256_add_epi32(index, _mm256_and_si256(negative, _mm256_set1_epi32(math::kCellsPerSign))), 4));
   }
   // the math's cells: each lane's row of `rows` (math::CubicRow, 16 bytes) as c,
   // d = x - the cell's midpoint, and the lanes where x lies in a cell (elsewhere c is the last
@@ -311,12 +319,8 @@ struct NarrowLanes {
                                  VecF (&c)[4], VecF& d) {
     static_assert(sizeof(Row) == 16, "a row of 4 floats");
     const __m256i bits = _mm256_castps_si256(x.v);
-    const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
-    // Below the first cell, offset wraps around to a large unsigned number.
-    const __m256i offset = _mm256_sub_epi32(_mm256_srli_epi32(magnitude, math::kCellLowBits),
-                                            _mm256_set1_epi32(math::kCellFirstExponent << math::kCellBits));
-    const __m256i clamped = _mm256_min_epu32(offset, _mm256_set1_epi32(math::kCellsPerSign - 1));
-    const __m256 inside = _mm256_castsi256_ps(_mm256_cmpeq_epi32(clamped, offset));
+    __m256 inside;
+    cell_index(bits, inside);
     const __m256i midpoint = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(-(1 << math::kCellLowBits))),
                                              _mm256_set1_epi32(1 << (math::kCellLowBits - 1)));
     d = VecF(_mm256_sub_ps(x.v, _mm256_castsi256_ps(midpoint)));
