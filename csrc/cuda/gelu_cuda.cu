@@ -327,7 +327,7 @@ __device__ __forceinline__ void apply_pair(const typename Storage<D>::T (*in)[N]
 #pragma unroll
   for (int k = 0; k < kRule.outputs; ++k) {
     out[k][e] = b[k].value;
-    holds &= b[k].error == 0.0;
+    holds &= math::bit_cast<uint64_t>(b[k].error) == 0;  // +0 or +inf: an integer compare
   }
   if (holds) return;
   const Values<double, kRule.outputs> settled = settle_out_of_line<P, A>(a);

@@ -167,21 +167,48 @@ GELU_HD double times_pow2(double value, double shifted) {
   constexpr int64_t kShiftedBits = 0x4338000000000000;  // bits of 1.5 * 2^52
   return value * bit_cast<double>((bit_cast<int64_t>(shifted) - kShiftedBits + 1023) << 52);
 }
-// value * 2^k as times_pow2, where the product is known to be a normal double, and k is also
-// given as a double (shifted - kRoundToInteger), for lanes that scale by it in one instruction
-// (the other SIMD lanes add k to the exponent field instead of multiplying).
+// value * 2^k as times_pow2, where value and the product are known to be normal doubles, and k
+// is also given as a double (shifted - kRoundToInteger), for lanes that scale by it in one
+// instruction (the other SIMD lanes, and the device form, add k to the exponent field instead of
+// multiplying: an integer instruction where the product costs an FP64 one on the GPU).
+#if defined(GELU_DEVICE_FORMS)
+GELU_HD double times_pow2_normal(double value, double shifted, double /*k*/) {
+  constexpr uint64_t kShiftedBits = 0x4338000000000000;  // bits of 1.5 * 2^52
+  return bit_cast<double>(bit_cast<uint64_t>(value) +
+                          ((bit_cast<uint64_t>(shifted) - kShiftedBits) << 52));
+}
+#else
 GELU_HD double times_pow2_normal(double value, double shifted, double /*k*/) {
   return times_pow2(value, shifted);
 }
+#endif
 // |x|, the same bits as fabs; the device form clears the sign bit with an integer instruction,
 // where fabs costs an FP64 one (DADD), on GPUs whose float32 kernels are FP64-bound.
 template <class V>
 GELU_HD V magnitude(V x) {
   return fabs(x);
 }
+// -|x|, likewise: the device form sets the sign bit.
+template <class V>
+GELU_HD V negative_magnitude(V x) {
+  return -fabs(x);
+}
+// v with its sign flipped where x >= 0: y's parts from -|y|'s, for x of y's sign.
+template <class V>
+GELU_HD V negated_where_nonnegative(V v, V x) {
+  return select(x >= V(0.0), -v, v);
+}
 #if defined(GELU_DEVICE_FORMS)
 GELU_HD double magnitude(double x) {
   return bit_cast<double>(bit_cast<uint64_t>(x) & ~(uint64_t(1) << 63));
+}
+GELU_HD double negative_magnitude(double x) {
+  return bit_cast<double>(bit_cast<uint64_t>(x) | (uint64_t(1) << 63));
+}
+// Flips v's sign where x's sign bit is clear (an integer instruction): x = -0 counts as negative
+// here, which changes no caller's result, their v being a zero there.
+GELU_HD double negated_where_nonnegative(double v, double x) {
+  return bit_cast<double>(bit_cast<uint64_t>(v) ^ (~bit_cast<uint64_t>(x) & (uint64_t(1) << 63)));
 }
 
 // 1/d in float, correctly rounded (an IEEE division on the GPU and the CPU alike), widened back:
@@ -195,6 +222,17 @@ GELU_HD double refined_reciprocal(double d) {
   const double seed = float_reciprocal(d);
   return fma(seed, fma(-d, seed, 1.0), seed);
 }
+#endif
+
+// 1/d to within 2^-45.9, for d in the normal floats, as the seed of a reciprocal that a later
+// correction squares the error of: a division on the CPU, refined_reciprocal on the GPU, whose
+// two FP64 operations replace the division's five.
+template <class V>
+GELU_HD V seed_reciprocal(V d) {
+  return V(1.0) / d;
+}
+#if defined(GELU_DEVICE_FORMS)
+GELU_HD double seed_reciprocal(double d) { return refined_reciprocal(d); }
 #endif
 
 // value * 2^k, where shifted = k + 1.5 * 2^23 holds the integer k in [-126, 0].
@@ -373,7 +411,7 @@ GELU_HD DD<F> tanh_polynomial_pair(C c1_hi, C c1_lo, C c_hi, C c_lo, F x2, F x2_
 
 // ---------------------------------------------------------------------------------------------
 // What a path returns per output where the result carries an error bound: the narrow path's
-// |value - exact| <= error, or the float64 pair path's error 0 (the value is the result) or not
+// |value - exact| <= error, or the float64 pair path's error +0 (the value is the result) or +inf
 // (the element is redone by the fallback path).
 template <class F>
 struct Bounded {

@@ -16,24 +16,26 @@ namespace gelu_ext {
 namespace math {
 inline namespace GELU_ISA {
 
-// y 2^k for integers k (as doubles) in [-1600, 0], y in [2^-4, 4]: rounded once, also into the
-// subnormals (in two steps below 2^-1000, the first exact).
+// y 2^k for integers k in [-1600, 0], given as shifted = k + kRoundToInteger, y in [2^-4, 4]:
+// rounded once, also into the subnormals (in two steps below 2^-1000, the first exact).
 template <class V>
-GELU_HD V scale_pow2(V y, V k) {
-  const auto deep = k < V(-1000.0);
-  const V scaled = times_pow2(y, select(deep, k + V(600.0), k) + V(kRoundToInteger));
+GELU_HD V scale_pow2(V y, V shifted) {
+  const auto deep = shifted < V(kRoundToInteger - 1000.0);
+  const V scaled = times_pow2(y, select(deep, shifted + V(600.0), shifted));
   return select(deep, scaled * V(0x1p-600), scaled);
 }
 template <class V>
-GELU_HD DD<V> scale_pow2(DD<V> y, V k) {
-  return DD<V>{scale_pow2(y.hi, k), scale_pow2(y.lo, k)};
+GELU_HD DD<V> scale_pow2(DD<V> y, V shifted) {
+  return DD<V>{scale_pow2(y.hi, shifted), scale_pow2(y.lo, shifted)};
 }
 
 
+// m 2^k, with k carried as shifted = k + kRoundToInteger (the integer k in the low bits of its
+// significand), the form times_pow2 and scale_pow2 take.
 template <class V>
 struct ScaledDD {
   DD<V> m;
-  V k;  // an integer
+  V shifted;
 };
 // F(t) = R(t) (t + 1) for t in [0, 40]: 16 polynomials of degree 13 (kTailF64Rows, in
 // coefficients.inc). F varies by less than 2% across each interval, so only its value at the
@@ -99,6 +101,38 @@ static __device__ const Exp2TableF64 kExp2F64Device = kExp2F64Host;  // global m
 #endif
 
 
+// a, or -800 where a is below -800 or NaN.
+template <class V>
+GELU_HD DD<V> exp_argument_floored(DD<V> a) {
+  const auto in_range = a.hi >= V(kExpArgumentFloorF64);
+  return DD<V>{select(in_range, a.hi, V(kExpArgumentFloorF64)), select(in_range, a.lo, V(0.0))};
+}
+#if defined(GELU_DEVICE_FORMS)
+// The device form floors a.hi alone (one FP64 operation, where the selects cost two compares):
+// below -800, a.lo (at most half an ulp of a.hi) changes exp by a factor that no result sees.
+GELU_HD DD<double> exp_argument_floored(DD<double> a) {
+  return DD<double>{fmax(a.hi, kExpArgumentFloorF64), a.lo};
+}
+#endif
+
+// n = 16 k + j for an integer n given as n and as shifted_n = n + kRoundToInteger: returns the
+// table row j in [0, 15] and sets shifted_k = k + kRoundToInteger, k = floor(n / 16).
+template <class V>
+GELU_HD auto exp_split(V /*shifted_n*/, V n, V& shifted_k) {
+  // n / 16 - 15/32 is never halfway between integers, so rounding it gives floor(n / 16) exactly.
+  shifted_k = fma(n, V(0.0625), V(-15.0 / 32.0)) + V(kRoundToInteger);
+  return table_row(fma(shifted_k - V(kRoundToInteger), V(-16.0), n));
+}
+#if defined(GELU_DEVICE_FORMS)
+// The device form takes n from shifted_n's low word and splits it by integer instructions, where
+// the generic form spends four FP64 ones (the float64 kernels' pace on most GPUs).
+GELU_HD int exp_split(double shifted_n, double /*n*/, double& shifted_k) {
+  const int32_t n = static_cast<int32_t>(bit_cast<uint64_t>(shifted_n));
+  shifted_k = bit_cast<double>(bit_cast<int64_t>(kRoundToInteger) + (n >> 4));  // >> floors
+  return n & 15;
+}
+#endif
+
 // exp(a) for a <= 0 as m 2^k, m a double-double in [0.97, 1.96] with relative error near
 // 2^-57.5: a = (16 k + j) ln2/16 + r, |r| <= ln2/32, m = 2^(j/16) (1 + expm1(r)). a below -800
 // (far below the smallest subnormal), and NaN, are taken as -800, so that every table row is in
@@ -108,14 +142,13 @@ GELU_HD ScaledDD<V> exp_dd(DD<V> a) {
   constexpr double k16OverLn2 = 23.083120654223414;
   constexpr double kLn2Over16Hi = 0.04332169878489367;    // 38 significant bits: n * hi is exact
   constexpr double kLn2Over16Lo = 1.0291218489310676e-13;  // ln2/16 - hi
-  const auto in_range = a.hi >= V(kExpArgumentFloorF64);
-  a = DD<V>{select(in_range, a.hi, V(kExpArgumentFloorF64)), select(in_range, a.lo, V(0.0))};
-  const V n = fma(a.hi, V(k16OverLn2), V(kRoundToInteger)) - V(kRoundToInteger);
+  a = exp_argument_floored(a);
+  const V shifted_n = fma(a.hi, V(k16OverLn2), V(kRoundToInteger));
+  const V n = shifted_n - V(kRoundToInteger);
   V r = fma(n, V(-kLn2Over16Hi), a.hi);                     // exact
   r = fma(n, V(-kLn2Over16Lo), r) + a.lo;
-  // k = floor(n / 16): n / 16 - 15/32 is never halfway between integers, so rounding it is exact.
-  const V k = (fma(n, V(0.0625), V(-15.0 / 32.0)) + V(kRoundToInteger)) - V(kRoundToInteger);
-  const auto row = table_row(fma(k, V(-16.0), n));         // j = n - 16 k, in [0, 15]
+  V shifted_k;
+  const auto row = exp_split(shifted_n, n, shifted_k);
 #if defined(__CUDA_ARCH__)
   const Exp2TableF64& table = kExp2F64Device;
 #else
@@ -124,7 +157,7 @@ GELU_HD ScaledDD<V> exp_dd(DD<V> a) {
   const V expm1_r = fma(r * r, horner(r, GELU_TABLE(kExpPolyF64)), r);
   V hi, lo;
   table_pair_entries(table.pair, table.hi, table.lo, row, hi, lo);
-  return ScaledDD<V>{fast_two_sum(hi, fma(hi, expm1_r, lo)), k};
+  return ScaledDD<V>{fast_two_sum(hi, fma(hi, expm1_r, lo)), shifted_k};
 }
 
 template <class V>
@@ -207,8 +240,8 @@ GELU_HD DD<V> slope_term_unscaled(const TailF64<V>& q) {
 template <class V>
 GELU_HD V exact_forward_f64(V x, const TailF64<V>& q) {
   const DD<V> upper = upper_tail_unscaled(q);
-  const V negative = -scale_pow2(dd_mul_rounded(upper, q.t), q.gauss.k);
-  const V positive = dd_mul_rounded(dd_one_minus(scale_pow2(upper, q.gauss.k)), x);
+  const V negative = -scale_pow2(dd_mul_rounded(upper, q.t), q.gauss.shifted);
+  const V positive = dd_mul_rounded(dd_one_minus(scale_pow2(upper, q.gauss.shifted)), x);
   // f has the sign of x, which a zero's product may lose.
   return saturate_f64(x, kExactSaturationF64,
                       with_sign_of(select(x < V(0.0), negative, positive), x), V(-0.0), x);
@@ -218,8 +251,8 @@ GELU_HD V exact_forward_f64(V x, const TailF64<V>& q) {
 template <class V>
 GELU_HD V exact_derivative_f64(V x, const TailF64<V>& q) {
   const DD<V> lower = slope_term_unscaled(q);
-  const DD<V> y = dd_one_minus(scale_pow2(lower, q.gauss.k));  // |E S| <= 1/2
-  const V value = select(x < V(0.0), round_scaled(lower, q.gauss.k), y.hi + y.lo);
+  const DD<V> y = dd_one_minus(scale_pow2(lower, q.gauss.shifted));  // |E S| <= 1/2
+  const V value = select(x < V(0.0), round_scaled(lower, q.gauss.shifted), y.hi + y.lo);
   return saturate_f64(x, kExactSaturationF64, value, V(-0.0), V(1.0));
 }
 
@@ -228,7 +261,7 @@ GELU_HD V exact_second_derivative_f64(V x, const TailF64<V>& q) {
   const DD<V> two_minus_t2 = dd_add(dd(V(2.0)), dd_neg(q.t_squared));
   const DD<V> density = dd_mul(q.gauss.m, dd<V>(kInvSqrt2PiHi, kInvSqrt2PiLo));
   return saturate_f64(x, kExactSaturationF64,
-                      scale_pow2(dd_mul_rounded(density, two_minus_t2), q.gauss.k), V(-0.0),
+                      scale_pow2(dd_mul_rounded(density, two_minus_t2), q.gauss.shifted), V(-0.0),
                       V(-0.0));
 }
 
@@ -261,7 +294,7 @@ GELU_HD LogisticF64<V> logistic_f64(V x) {
   }
   g.saturated = select(fabs(g.s.hi) > V(kLogisticTailF64), V(1.0), V(0.0));
   g.e = exp_dd(select(g.s.hi >= V(0.0), dd_neg(g.s), g.s));
-  const DD<V> e = scale_pow2(g.e.m, g.e.k);
+  const DD<V> e = scale_pow2(g.e.m, g.e.shifted);
   const DD<V> one_plus_e = fast_two_sum(V(1.0), e.hi);  // e <= 1
   g.inv = dd_div(dd(V(1.0)), DD<V>{one_plus_e.hi, one_plus_e.lo + e.lo});
   return g;
@@ -277,7 +310,7 @@ GELU_HD V saturate_logistic(V x, const LogisticF64<V>& g, V value, V at_minus_in
 template <class V>
 GELU_HD V logistic_forward_f64(V x, const LogisticF64<V>& g) {
   const V positive = dd_mul_rounded(g.inv, g.x);
-  const V negative = scale_pow2(dd_mul_rounded(dd_mul(g.e.m, g.inv), g.x), g.e.k);
+  const V negative = scale_pow2(dd_mul_rounded(dd_mul(g.e.m, g.inv), g.x), g.e.shifted);
   return saturate_logistic(x, g, select(g.s.hi >= V(0.0), positive, negative), V(-0.0), x);
 }
 
@@ -286,24 +319,25 @@ template <class V>
 GELU_HD V logistic_derivative_f64(V x, const LogisticF64<V>& g) {
   const DD<V> xs = dd_mul(g.ds, g.x);
   const DD<V> small = dd_mul(g.e.m, g.inv);                    // p (s < 0) or q (s >= 0), / 2^k
-  const DD<V> pq = dd_mul(scale_pow2(small, g.e.k), g.inv);
+  const DD<V> pq = dd_mul(scale_pow2(small, g.e.shifted), g.inv);
   const V positive = dd_add_rounded(g.inv, dd_mul(xs, pq));
   const DD<V> factor = dd_add_unnormalized(dd(V(1.0)), dd_mul(xs, g.inv));
-  const V negative = scale_pow2(dd_mul_rounded(small, factor), g.e.k);
+  const V negative = scale_pow2(dd_mul_rounded(small, factor), g.e.shifted);
   return saturate_logistic(x, g, select(g.s.hi >= V(0.0), positive, negative), V(-0.0), V(1.0));
 }
 
 // f'' = p q (2 s' + x ((q - p) s'^2 + s'')), q - p = -sign(s) (1 - e) / (1 + e).
 template <Approximate A, class V>
 GELU_HD V logistic_second_derivative_f64(V x, const LogisticF64<V>& g) {
-  const DD<V> q_minus_p = dd_mul(dd_add(dd(V(1.0)), dd_neg(scale_pow2(g.e.m, g.e.k))), g.inv);
+  const DD<V> q_minus_p = dd_mul(dd_add(dd(V(1.0)), dd_neg(scale_pow2(g.e.m, g.e.shifted))), g.inv);
   const DD<V> signed_q_minus_p = select(g.s.hi >= V(0.0), dd_neg(q_minus_p), q_minus_p);
   const DD<V> d2s = A == Approximate::kTanh ? dd_mul(dd<V>(kTanhS3x3Hi, kTanhS3x3Lo), V(2.0) * g.x)
                                             : dd(V(0.0));
   const DD<V> inner = dd_add(dd_mul(dd_mul(signed_q_minus_p, g.ds), g.ds), d2s);
   const DD<V> bracket = dd_add(dd_mul(inner, g.x), DD<V>{V(2.0) * g.ds.hi, V(2.0) * g.ds.lo});
   const DD<V> pq = dd_mul(dd_mul(g.e.m, g.inv), g.inv);  // scaled by 2^k below
-  return saturate_logistic(x, g, scale_pow2(dd_mul_rounded(pq, bracket), g.e.k), V(-0.0), V(-0.0));
+  return saturate_logistic(x, g, scale_pow2(dd_mul_rounded(pq, bracket), g.e.shifted), V(-0.0),
+                           V(-0.0));
 }
 
 // f, f' and f'' of float64 x, computing what they share once (kNeeds: which are needed).

@@ -12,9 +12,10 @@
 //
 // Logistic forms: f = x p with p = sigmoid(s(x)), q = 1 - p: the factor p and the slope
 // f' = p + x s' p q, in double lanes. s = x w(x) and s' are carried as pairs to far below an
-// ulp; e = exp(-|s|) (exp_dd), then 1/(1 + e) by a correctly rounded division and one correction,
-// p and q from e/(1 + e) and 1/(1 + e). Each pair has a relative error near 2^-57, and f' one
-// near 2^-56 of its larger term. Core domains (common.h) keep e and its low part normal.
+// ulp; e = exp(-|s|) (exp_dd), then 1/(1 + e) from a reciprocal within 2^-45.9 (seed_reciprocal)
+// and one correction, p and q from e/(1 + e) and 1/(1 + e). Each pair has a relative error near
+// 2^-57, and f' one near 2^-56 of its larger term. Core domains (common.h) keep e and its low
+// part normal.
 //
 // Inputs outside the core domains, NaN, and results that other operands make zero, tiny or not
 // finite get an infinite error, which sends them to the double-double path. Sampled against
@@ -35,13 +36,6 @@ template <class F>
 struct PairParts {
   DD<F> value, slope, factor;
 };
-
-// a b for pairs whose lo parts may reach 2^-6 of their hi parts, so that lo * lo counts too.
-template <class F>
-GELU_HD DD<F> pair_product(DD<F> a, DD<F> b) {
-  const F hi = a.hi * b.hi;
-  return DD<F>{hi, fma(a.hi, b.hi, -hi) + fma(a.hi, b.lo, a.lo * (b.hi + b.lo))};
-}
 
 // a b, a a double, b a pair: rounded once.
 template <class F>
@@ -67,35 +61,44 @@ GELU_HD PairParts<F> logistic_pair(F x) {
     w = DD<F>{F(kSigmoidHi), F(kSigmoidLo)};
     ds = w;
   }
-  const F s_hi = x * w.hi;
-  const F s_lo = fma(x, w.hi, -s_hi) + x * w.lo;
-  const auto nonnegative = s_hi >= F(0.0);
-  const ScaledDD<F> scaled = exp_dd(DD<F>{-fabs(s_hi), select(nonnegative, -s_lo, s_lo)});
-  const F scale = scaled.k + F(kRoundToInteger);  // k >= -935 in the core domains: 2^k is normal
-  const DD<F> e{times_pow2(scaled.m.hi, scale), times_pow2(scaled.m.lo, scale)};
+  // -|s| = -|x| w (w > 0), the argument of exp, from -|x| (a bit operation) rather than by
+  // negating s's parts (FP64 operations on the GPU).
+  const F minus_t = negative_magnitude(x);
+  const F a_hi = minus_t * w.hi;
+  const F a_lo = fma(minus_t, w.hi, -a_hi) + minus_t * w.lo;
+  const auto nonnegative = x >= F(0.0);  // s >= 0
+  const ScaledDD<F> scaled = exp_dd(DD<F>{a_hi, a_lo});
+  // k >= -935 in the core domains: e = m 2^k and its low part are normal
+  const F scale = scaled.shifted, k = scale - F(kRoundToInteger);
+  const DD<F> e{times_pow2_normal(scaled.m.hi, scale, k), times_pow2(scaled.m.lo, scale)};
   const F d = F(1.0) + e.hi, d_lo = ((F(1.0) - d) + e.hi) + e.lo;  // 1 + e = d + d_lo
-  const F q0 = F(1.0) / d;
+  const F q0 = seed_reciprocal(d);  // error delta <= 2^-45.9; inv's, delta^2 + 2^-98
   const DD<F> inv{q0, q0 * (fma(-d, q0, F(1.0)) - d_lo * q0)};     // 1 / (1 + e)
-  const DD<F> small = pair_product(e, inv);                         // e / (1 + e)
+  const DD<F> small = dd_mul_unnormalized(e, inv);                         // e / (1 + e)
   PairParts<F> r{};
   r.factor = DD<F>{select(nonnegative, inv.hi, small.hi), select(nonnegative, inv.lo, small.lo)};
   if (kNeeds & kNeedF) r.value = pair_times_pair(x, F(0.0), r.factor);
   if (kNeeds & kNeedD1) {
-    DD<F> xds = two_prod(x, ds.hi);
-    xds.lo = fma(x, ds.lo, xds.lo);
-    const DD<F> term = pair_product(xds, pair_product(small, inv));  // x s' p q
+    DD<F> xds;  // x s'
+    if (A == Approximate::kTanh) {
+      xds = two_prod(x, ds.hi);
+      xds.lo = fma(x, ds.lo, xds.lo);
+    } else {  // s' = w: x s' = s, from -|s|
+      xds = DD<F>{negated_where_nonnegative(a_hi, x), negated_where_nonnegative(a_lo, x)};
+    }
+    const DD<F> term = dd_mul_unnormalized(xds, dd_mul_unnormalized(small, inv));  // x s' p q
     const DD<F> sum = two_sum(r.factor.hi, term.hi);
     r.slope = DD<F>{sum.hi, sum.lo + (r.factor.lo + term.lo)};
   }
   return r;
 }
 
-// Phi(x) from v = Q(t) / 2^k: v 2^k, a pair, exact where it is normal (x < 0 in the core domain),
-// and 1 - v 2^k on the x > 0 side (v 2^k <= 1/2), where 2^k is capped at 2^-200: beyond it
-// 1 - v 2^k is 1 to far below an ulp.
+// Phi(x) from v = Q(t) / 2^k (shifted_k = k + kRoundToInteger): v 2^k, a pair, exact where it is
+// normal (x < 0 in the core domain), and 1 - v 2^k on the x > 0 side (v 2^k <= 1/2), where 2^k
+// is capped at 2^-200: beyond it 1 - v 2^k is 1 to far below an ulp.
 template <class F, class M>
-GELU_HD DD<F> exact_pair_factor(M negative, DD<F> v, F k) {
-  const F shifted = select(negative, k, at_least(k, -200.0)) + F(kRoundToInteger);
+GELU_HD DD<F> exact_pair_factor(M negative, DD<F> v, F shifted_k) {
+  const F shifted = select(negative, shifted_k, at_least(shifted_k, kRoundToInteger - 200.0));
   const DD<F> scaled{times_pow2(v.hi, shifted), times_pow2(v.lo, shifted)};
   return select(negative, scaled, dd_one_minus(scaled));
 }
@@ -106,9 +109,10 @@ GELU_HD PairParts<F> exact_pair(F x) {
   const TailF64<F> q = tail_f64(x);
   const auto negative = x < F(0.0);
   PairParts<F> r{};
-  r.factor = exact_pair_factor(negative, upper_tail_unscaled(q), q.gauss.k);
+  r.factor = exact_pair_factor(negative, upper_tail_unscaled(q), q.gauss.shifted);
   if (kNeeds & kNeedF) r.value = pair_times_pair(x, F(0.0), r.factor);
-  if (kNeeds & kNeedD1) r.slope = exact_pair_factor(negative, slope_term_unscaled(q), q.gauss.k);
+  if (kNeeds & kNeedD1)
+    r.slope = exact_pair_factor(negative, slope_term_unscaled(q), q.gauss.shifted);
   return r;
 }
 
@@ -135,10 +139,23 @@ GELU_HD F pair_domain_error(F x) {
 // subnormals (where the low parts' roundings are no longer relative) and inf or NaN (from
 // infinite operands or overflow) go to the double-double path.
 template <class F>
+GELU_HD auto pair_result_in_range(F value) {
+  const F magnitude = fabs(value);
+  return (magnitude > F(0x1p-900)) & (magnitude < F(__builtin_huge_val()));
+}
+#if defined(GELU_DEVICE_FORMS)
+// The device form compares the magnitude's bits, which order as the values do: integer
+// instructions, where the compares cost two FP64 ones.
+GELU_HD bool pair_result_in_range(double value) {
+  const uint64_t magnitude = bit_cast<uint64_t>(value) << 1;  // the sign shifted out
+  return magnitude > (bit_cast<uint64_t>(0x1p-900) << 1) &&
+         magnitude < (bit_cast<uint64_t>(__builtin_huge_val()) << 1);
+}
+#endif
+template <class F>
 GELU_HD Bounded<F> checked_pair_result(F value, F domain_error) {
-  const F magnitude = fabs(value), inf = F(__builtin_huge_val());
-  const F error = select(magnitude > F(0x1p-900), select(magnitude < inf, F(0.0), inf), inf);
-  return Bounded<F>{value, domain_error + error};
+  return Bounded<F>{value, select(pair_result_in_range(value), domain_error,
+                                  F(__builtin_huge_val()))};
 }
 
 // A pass in this path. The bias sum is rounded to double, as the double-double path rounds it,
