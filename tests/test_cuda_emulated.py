@@ -423,6 +423,29 @@ def test_results_within_bounds_of_the_exact_values(emulated, dtype, approximate)
                   x, mp_exact(z, approximate, 2))
 
 
+# Operands other than x that make a float64 result zero, tiny, huge or not finite.
+SPECIAL_OPERANDS = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e308,
+                                 -1e308, 1e-300, -1e-300, 5e-324, 2.0**-900, 3.0],
+                                dtype=torch.float64)
+
+
+@pytest.mark.parametrize("pass_name", [p for p in PASSES if p not in ("forward", "bias_forward")])
+def test_float64_special_operands_agree_with_cpu(emulated, pass_name, approximate):
+    """The pair path keeps a result only where its magnitude lies in (2^-900, inf) (the device
+    form tests the bits); the rest go to the double-double path, whose IEEE products give the
+    CPU's zeros, signs, infinities and NaN. Gradients and geglu's up drawn from special values,
+    x over the pair path's domains."""
+    n = 3000
+    roles = PASSES[pass_name][1]
+    inputs = make_inputs(roles, n, torch.float64, seed=5)
+    g = torch.Generator().manual_seed(5)
+    for k, role in enumerate(roles):
+        if role == "grad":
+            inputs[k] = SPECIAL_OPERANDS[torch.randint(len(SPECIAL_OPERANDS), (n,), generator=g)]
+    check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, (n,),
+               "special operands")
+
+
 def test_float64_results_within_bounds_of_mpmath(emulated, approximate):
     """The GPU's float64 paths against mpmath: f and the backward's f' (the pair path, with the
     double-double path for what it leaves) and the double backward's f' and f'' (double-double),
