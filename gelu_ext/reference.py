@@ -163,7 +163,7 @@ def same_path_on_cpu_and_cuda(dtype, approximate="none", capability=None):
     form, whose tail the GPU divides by a float reciprocal refined in double (within 2^-45.9 of
     the CPU's quotient: math/f32_via_f64.h), nor the mixed form or the float path. float64: no,
     the GPU's forms of the double-double path differ (the exact form's tail polynomial by
-    Horner's rule, dd_div's reciprocal by Newton steps: math/f64_double_double.h,
+    Horner's rule, dd_div's reciprocal from a refined float reciprocal: math/f64_double_double.h,
     math/common.h), which the pair path uses or falls back to."""
     import torch
 

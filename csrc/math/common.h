@@ -364,25 +364,19 @@ GELU_HD DD<V> dd_one_minus(DD<V> a) {
   const V hi = V(1.0) - a.hi;
   return DD<V>{hi, ((V(1.0) - hi) - a.hi) - a.lo};
 }
-// 1/b for dd_div: a division on the CPU. The device form, for positive normal b below 2^1000 (dd_div's
-// divisors lie in [1, 41]), uses IEEE multiply-adds alone: the GPU's division calls a subroutine
-// for its rare operands, and around that call the kernels save registers to local memory (the
-// float64 backward spilled so on every architecture up to 8.9). dd_div needs far less than a
-// correctly rounded reciprocal: its error enters the quotient only through the remainder's term,
-// squared, so the device form's relative error, below 2^-34, costs dd_div 2^-68.
+// 1/b for dd_div: a division on the CPU. dd_div needs far less than a correctly rounded
+// reciprocal: its error enters the quotient only through the remainder's term, squared. The
+// device form is refined_reciprocal (dd_div's divisors lie in [1, 41]), within 2^-45.9, which
+// costs dd_div 2^-91: two FP64 operations, where the GPU's double division takes five and calls a
+// subroutine for its rare operands, around which the kernels saved registers to local memory (the
+// float64 backward spilled so on every architecture up to 8.9; the float division's rare-operand
+// call leaves no kernel spilling, bench/gpu_model.py's LDL/STL column).
 template <class V>
 GELU_HD V divisor_reciprocal(V b) {
   return V(1.0) / b;
 }
 #if defined(GELU_DEVICE_FORMS)
-GELU_HD double divisor_reciprocal(double b) {
-  // The seed mirrors b's exponent and top significand bits (one subtraction on the high word):
-  // relative error below 2^-4.3, then squared by each of three Newton steps, y (1 + (1 - b y)).
-  const uint32_t high = static_cast<uint32_t>(bit_cast<uint64_t>(b) >> 32);
-  double y = bit_cast<double>(static_cast<uint64_t>(0x7FDE6238u - high) << 32);
-  for (int step = 0; step < 3; ++step) y = fma(y, fma(-b, y, 1.0), y);
-  return y;
-}
+GELU_HD double divisor_reciprocal(double b) { return refined_reciprocal(b); }
 #endif
 
 // a / b from one reciprocal (1 / b.hi), the slowest operation here: q = a.hi / b.hi to about an
