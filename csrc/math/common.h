@@ -224,9 +224,12 @@ GELU_HD double refined_reciprocal(double d) {
 }
 #endif
 
-// 1/d to within 2^-45.9, for d in the normal floats, as the seed of a reciprocal that a later
-// correction squares the error of: a division on the CPU, refined_reciprocal on the GPU, whose
-// two FP64 operations replace the division's five.
+// 1/d to within 2^-45.9, for d in the normal floats, as the seed of a reciprocal or quotient that
+// a later correction squares the error of (1/(1 + e) in f64_pair.h, dd_div): a division on the
+// CPU, refined_reciprocal on the GPU, two FP64 operations where the GPU's double division takes
+// five and calls a subroutine for its rare operands, around which the kernels saved registers to
+// local memory (the float64 backward spilled so on every architecture up to 8.9; the float
+// division's rare-operand call leaves no kernel spilling, bench/gpu_model.py's LDL/STL column).
 template <class V>
 GELU_HD V seed_reciprocal(V d) {
   return V(1.0) / d;
@@ -364,26 +367,13 @@ GELU_HD DD<V> dd_one_minus(DD<V> a) {
   const V hi = V(1.0) - a.hi;
   return DD<V>{hi, ((V(1.0) - hi) - a.hi) - a.lo};
 }
-// 1/b for dd_div: a division on the CPU. dd_div needs far less than a correctly rounded
-// reciprocal: its error enters the quotient only through the remainder's term, squared. The
-// device form is refined_reciprocal (dd_div's divisors lie in [1, 41]), within 2^-45.9, which
-// costs dd_div 2^-91: two FP64 operations, where the GPU's double division takes five and calls a
-// subroutine for its rare operands, around which the kernels saved registers to local memory (the
-// float64 backward spilled so on every architecture up to 8.9; the float division's rare-operand
-// call leaves no kernel spilling, bench/gpu_model.py's LDL/STL column).
-template <class V>
-GELU_HD V divisor_reciprocal(V b) {
-  return V(1.0) / b;
-}
-#if defined(GELU_DEVICE_FORMS)
-GELU_HD double divisor_reciprocal(double b) { return refined_reciprocal(b); }
-#endif
-
 // a / b from one reciprocal (1 / b.hi), the slowest operation here: q = a.hi / b.hi to about an
-// ulp, then the remainder, far below q, divided by b.hi to the same relative accuracy.
+// ulp, then the remainder, far below q, divided by b.hi to the same relative accuracy. The
+// reciprocal's error enters the quotient only through the remainder's term, squared, so
+// seed_reciprocal's 2^-45.9 costs 2^-91 (the divisors lie in [1, 41]).
 template <class V>
 GELU_HD DD<V> dd_div(DD<V> a, DD<V> b) {
-  const V inverse = divisor_reciprocal(b.hi);
+  const V inverse = seed_reciprocal(b.hi);
   const V q = a.hi * inverse;
   const V r = fma(-q, b.hi, a.hi) + a.lo - q * b.lo;
   return fast_two_sum(q, r * inverse);

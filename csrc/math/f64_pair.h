@@ -74,7 +74,7 @@ GELU_HD PairParts<F> logistic_pair(F x) {
   const F d = F(1.0) + e.hi, d_lo = ((F(1.0) - d) + e.hi) + e.lo;  // 1 + e = d + d_lo
   const F q0 = seed_reciprocal(d);  // error delta <= 2^-45.9; inv's, delta^2 + 2^-98
   const DD<F> inv{q0, q0 * (fma(-d, q0, F(1.0)) - d_lo * q0)};     // 1 / (1 + e)
-  const DD<F> small = dd_mul_unnormalized(e, inv);                         // e / (1 + e)
+  const DD<F> small = dd_mul_unnormalized(e, inv);                  // e / (1 + e)
   PairParts<F> r{};
   r.factor = DD<F>{select(nonnegative, inv.hi, small.hi), select(nonnegative, inv.lo, small.lo)};
   if (kNeeds & kNeedF) r.value = pair_times_pair(x, F(0.0), r.factor);
