@@ -536,15 +536,14 @@ struct GpuNarrowPass {
 // kGpuNarrowRelativeError where usable: a value v's 16-bit rounding is the exact value's unless a
 // rounding boundary of the type, a midpoint between two of its values, lies between them. A
 // boundary is a float whose bits below the type's last bit (16 of them for bfloat16, 13 for
-// float16) are half their range, and the one nearest v is v's bits with those replaced so.
-// - float16: surely rounded where that boundary is farther from v than the bound, |v| times
-//   kGpuNarrowRelativeError (four instructions).
-// - bfloat16: within kGpuUlps units in the last place of v (v < 2^(e+1) for an ulp of 2^(e-23)),
-//   tested on the bits alone (a shift-add and a compare): binade edges, where that count would
-//   change, never are boundaries. Up to twice as wide as the bound where v's significand is
-//   small, but the bfloat16 failures are mostly values truly near a boundary, and float16's
-//   grid, 8 times finer, makes its width count (float16 forward: 0.39% of elements fail with the
-//   bits test, 0.23% with the first).
+// float16) are half their range. The test: no boundary within kGpuUlps units in the last place of
+// v (v < 2^(e+1) for an ulp of 2^(e-23)), on the bits alone (a shift-add and a compare); binade
+// edges, where that count would change, never are boundaries. It is up to twice as wide as the
+// bound where v's significand is small, so more elements fail it than a test of |v - boundary|
+// against |v| times the bound (float16 forward on normal data: 0.39% against 0.23%), but that
+// test's four instructions on every element cost more than redoing the difference: predicted
+// 2.3-2.6 instructions per float16 element fewer in all (bench/gpu_model.py: H200's exact and
+// tanh forwards 1.11 and 1.13 times F.gelu's time -> 1.03 and 1.05).
 // Values below the smallest taken go to the fallback, except exact zeros: float16's subnormals,
 // whose grid the float's bits do not show, and for bfloat16 float's own, where the bound may fail.
 constexpr uint32_t kGpuUlps = static_cast<uint32_t>(kGpuNarrowRelativeError * 0x1p24f);
@@ -553,15 +552,8 @@ GELU_HD bool gpu_rounds_surely(float v) {
   constexpr int kLowBits = kBFloat16 ? 16 : 13;
   constexpr uint32_t kMidpoint = 1u << (kLowBits - 1);
   constexpr float kSmallest = kBFloat16 ? kGpuNarrowSmallest : 0x1p-14f;  // float16's least normal
-  bool far;
-  if constexpr (kBFloat16) {
-    const uint32_t offset = (bit_cast<uint32_t>(v) + (kGpuUlps - kMidpoint)) << (32 - kLowBits);
-    far = offset >= ((2 * kGpuUlps + 1) << (32 - kLowBits));
-  } else {
-    const float boundary =
-        bit_cast<float>((bit_cast<uint32_t>(v) & ~((1u << kLowBits) - 1)) | kMidpoint);
-    far = fabsf(v - boundary) > fabsf(v) * kGpuNarrowRelativeError;
-  }
+  const uint32_t offset = (bit_cast<uint32_t>(v) + (kGpuUlps - kMidpoint)) << (32 - kLowBits);
+  const bool far = offset >= ((2 * kGpuUlps + 1) << (32 - kLowBits));
   // Bitwise, not short-circuit: no branches.
   return far & ((fabsf(v) >= kSmallest) | (v == 0.0f));
 }
