@@ -115,14 +115,20 @@ FALLBACK_FIELDS = ("unsure", "settling", "doubled", "queueing_rounds", "redos", 
                    "settling_iterations", "double_iterations")
 
 
-def assumed_fallback(rate):
+def entry_elements(pass_name):
+    """The elements of a lane's queue entry (narrow_fallback.cpp's entry_elements): two vectors
+    of 8 in the plain passes' contiguous kernels, one in the fused ops' rows kernels."""
+    return 16 if pass_name in PASSES else 8
+
+
+def assumed_fallback(rate, pass_name):
     """narrow_fallback.cpp's figures for elements that fail independently at `rate`: a warp
-    round queues if any of its 32 vectors of 8 has one, a redo every 32 such vectors, one
+    round queues if any of its 32 lanes' entries has one, a redo every 32 such entries, one
     iteration each, and every element on to the double path."""
-    vector = 1 - (1 - rate) ** 8
-    return dict(unsure=rate, settling=rate, doubled=rate, queueing_rounds=1 - (1 - vector) ** 32,
-                redos=vector, iterations=vector, settling_iterations=vector,
-                double_iterations=vector)
+    entry = 1 - (1 - rate) ** entry_elements(pass_name)
+    return dict(unsure=rate, settling=rate, doubled=rate, queueing_rounds=1 - (1 - entry) ** 32,
+                redos=entry, iterations=entry, settling_iterations=entry,
+                double_iterations=entry)
 
 
 def measured_fallback(sigma):
@@ -348,7 +354,7 @@ def preamble(gpus, fallback_text):
             f"{MEMORY_EFFICIENCY:.0%} of the datasheet bandwidth or a pipe at its lanes per SM "
             "and clock (below; sources in bench/gpu_model.py). Counts are per element of each "
             "main loop's common path, plus the 16-bit narrow path's deferred fallback: the enqueue at "
-            "the share of warp rounds that queue a vector, the redo of 32 queued vectors at its rate "
+            "the share of warp rounds that queue an entry, the redo of 32 queued entries at its rate "
             "per round, and its loop over their unsure elements and the double path in it at their "
             f"iterations per round ({fallback_text}). Kernels: gelu_ext's contiguous "
             "kernels, and the rows kernels of the fused ops; F.gelu: bench/fgelu_standin.cu.\n\n"
@@ -371,9 +377,10 @@ def fallback_report(fallback, dtypes):
                 cells.append(cell)
             rows.append([dtype, pass_name] + cells)
     return ("### 16-bit narrow path: its deferred fallback\n\n"
-            "Per cell: the elements the narrow path leaves unsure / the warp rounds (32 vectors of "
-            "8 elements) that queue one / the redo's iterations per round (each, the most unsure "
-            "elements of any of the 32 vectors redone). Where FP64 is slow (compute capability "
+            "Per cell: the elements the narrow path leaves unsure / the warp rounds (32 lanes' "
+            "entries of 16 elements in the plain passes, two vectors each, and of 8 in the fused "
+            "ops) that queue one / the redo's iterations per round (each, the most unsure "
+            "elements of any of the 32 entries redone). Where FP64 is slow (compute capability "
             "7.5, 8.6 to 8.9, 12.x), the forward's fallback settles by the float path, and only "
             "what it leaves goes on to the double path: \"double path\", its elements / "
             "iterations per round. Elsewhere, and in the other passes, the fallback settles by "
@@ -421,7 +428,7 @@ def main():
                          ", in the last table")
     else:
         keys = [(p, v, d) for p in PASSES + FUSED for v in VARIANTS for d in ("bfloat16", "float16")]
-        fallback = {k: assumed_fallback(args.fallback_rate) for k in keys}
+        fallback = {k: assumed_fallback(args.fallback_rate, k[0]) for k in keys}
         fallback_text = f"one element in {1 / args.fallback_rate:.0f} for every pass"
     counts = compile_all(archs, args.jobs, fallback)
     text = (preamble(gpus, fallback_text) + "\n\n" + report(gpus, dtypes, counts) + "\n\n"

@@ -341,7 +341,10 @@ def kernel_counts(cubin, registers=None, everything=False):
         common = [ins for ins in hot if ins not in enqueue]
         loop = inner_loop(cold)
         double = double_fallback(cold)
-        elements = 1 if kind == "strided" else 16 // size
+        # Elements per round: the strided kernels' one; a 16-byte vector per operand; two in the
+        # contiguous kernels of the narrow path (gelu_cuda.cu's kPairedVectors).
+        paired = kind == "contiguous" and size == 2 and pass_name != "double backward"
+        elements = 1 if kind == "strided" else 16 // size * (2 if paired else 1)
 
         def per_element(part):
             return {k: v / elements for k, v in pipe_counts(part).items()}

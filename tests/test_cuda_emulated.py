@@ -163,6 +163,14 @@ def vector_width(dtype):
     return 16 // torch.empty(0, dtype=dtype).element_size()
 
 
+def lane_elements(dtype, pass_name):
+    """Elements per lane and round of the contiguous kernel: a 16-byte vector, or two on the
+    narrow path (16-bit data, every pass but the double backward: gelu_cuda.cu's
+    kPairedVectors)."""
+    paired = dtype in HALF_DTYPES and pass_name != "double_backward"
+    return vector_width(dtype) * (2 if paired else 1)
+
+
 class GuardedOutput:
     """A NaN-filled output [rows, cols] (or [n]) inside a larger buffer: 64 bytes of margin on
     each side and, if spread, an unused column after each of its own. A kernel writing outside
@@ -260,9 +268,10 @@ def check_pass(launch, lib, pass_name, approximate, inputs, shape, what, spread_
         output.assert_untouched_outside(where)
 
 
-def rounds_of_contiguous(dtype, rounds=3):
+def rounds_of_contiguous(dtype, pass_name, rounds=3):
     """A length whose vectors take `rounds` rounds of the emulated grid, with a tail."""
-    return ((rounds - 1) * THREADS + 100) * vector_width(dtype) + vector_width(dtype) - 1
+    lane = lane_elements(dtype, pass_name)
+    return ((rounds - 1) * THREADS + 100) * lane + vector_width(dtype) - 1
 
 
 @pytest.mark.parametrize("n, index_bits", [(1, 32), (3, 32), (9, 64)])
@@ -284,13 +293,13 @@ def test_contiguous_kernel_grid_stride(emulated, pass_name, dtype, index_bits):
     """More vectors than the emulated grid has threads: three rounds of the grid-stride loop,
     then the tail, with each index width (the loop's indexing depends on the pass's operands,
     the dtype's vector width and the index type, not on the form)."""
-    n = rounds_of_contiguous(dtype)
+    n = rounds_of_contiguous(dtype, pass_name)
     inputs = make_inputs(PASSES[pass_name][1], n, dtype)
     check_pass(lambda *args: launch_contiguous(*args, index_bits=index_bits), emulated,
                pass_name, "none", inputs, (n,), f"n={n}, {index_bits}-bit index")
     (launch,) = take_launches(emulated)
     assert launch[0].endswith(f"int{index_bits}_t>")
-    assert rounds(launch, n // vector_width(dtype)) == 3, launch
+    assert rounds(launch, n // lane_elements(dtype, pass_name)) == 3, launch
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
@@ -372,6 +381,11 @@ def test_narrow_fallback_queue(emulated, pass_name, approximate, share, kernel):
     width = vector_width(torch.float16)
     rows, cols = 5 * THREADS // 16 - 3, 16 * width  # the fifth round 16 lanes into a warp
     n = rows * cols
+    per_lane = lane_elements(torch.float16, pass_name) // width if kernel == "contiguous" else 1
+    if per_lane == 2:
+        # Pairs of vectors 32 apart: the fifth round's last warp has its lanes' first vectors
+        # and half of their second ones.
+        n = (10 * THREADS - 80) * width
     generator = torch.Generator().manual_seed(int(share * 100))
     x = make_inputs(["x"], n, torch.float16, seed=3)[0]
     pool = subnormal_result_inputs(pass_name, approximate)
@@ -393,7 +407,8 @@ def test_narrow_fallback_queue(emulated, pass_name, approximate, share, kernel):
         check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, (n,),
                    f"{share:.0%} of vectors unsure")
     (launch,) = take_launches(emulated)
-    assert launch[0].startswith(f"{kernel}_kernel<") and rounds(launch, n // width) == 5, launch
+    assert launch[0].startswith(f"{kernel}_kernel<") and rounds(
+        launch, n // (width * per_lane)) == 5, launch
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES])
@@ -731,7 +746,7 @@ def test_float32_route_passes_agree_with_cpu_within_two_ulps(emulated_float32_ro
     the CPU's double path: both within their bounds of the exact value, so within 2 ulps of each
     other's magnitude (or the terms' scale), signs of zero, infinities and NaN alike."""
     lib, route, _ = emulated_float32_route
-    n = rounds_of_contiguous(torch.float32)
+    n = rounds_of_contiguous(torch.float32, pass_name)
     inputs = make_inputs(PASSES[pass_name][1], n, torch.float32)
     _, _, cpu_op, scales = PASSES[pass_name]
     outputs = [torch.full((n,), float("nan")) for _ in range(NUM_OUTPUTS.get(pass_name, 1))]

@@ -415,6 +415,9 @@ constexpr int kWarpSize = 32;
 // Up to 31 entries wait when a round adds up to 32 more.
 constexpr int kQueueEntries = 2 * kWarpSize;
 
+// A lane's vectors of a round: the one at `where`, and in the contiguous kernels of the narrow
+// path a second one kWarpSize vectors further (kPairedVectors); bit e of `unsure` names element
+// e % kVec of the (e / kVec)th.
 template <class Position>
 struct DeferredEntry {
   Position where;
@@ -422,10 +425,9 @@ struct DeferredEntry {
 };
 
 // locate(where, in, out): the kernel's own vector pointers of every operand at `where`.
-template <Pass P, Approximate A, DType D, class Position, class Locate>
+template <Pass P, Approximate A, DType D, class V, class Position, class Locate>
 struct DeferredVectors {
   using T = typename Storage<D>::T;
-  using V = Vec<T, 16 / sizeof(T)>;
   static constexpr PassRule kRule = pass_rule(P);
   DeferredEntry<Position>* entries;  // this warp's kQueueEntries
   Locate locate;
@@ -463,30 +465,42 @@ struct DeferredVectors {
     const V* in[kRule.inputs];
     V* out[kRule.outputs];
     locate(entry.where, in, out);
+    constexpr int kVec = sizeof(V) / sizeof(T);
     for (uint32_t unsure = entry.unsure; unsure != 0; unsure &= unsure - 1) {
-      const int e = __ffs(unsure) - 1;
+      const int bit = __ffs(unsure) - 1, vector = bit / kVec * kWarpSize, e = bit % kVec;
       T in_values[kRule.inputs][1], out_values[kRule.outputs][1];
 #pragma unroll
-      for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k]->v[e];
+      for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k][vector].v[e];
       // The second look reads the narrow path's float16 results (their subnormal range).
       if constexpr (D == DType::kFloat16) apply_narrow<P, A, D, 1>(in_values, out_values, 0);
       if (!apply_second_look<P, A, D, 1>(in_values, out_values, 0))
         apply_settling<P, A, D, 1>(in_values, out_values, 0);
 #pragma unroll
-      for (int k = 0; k < kRule.outputs; ++k) out[k]->v[e] = out_values[k][0];
+      for (int k = 0; k < kRule.outputs; ++k) out[k][vector].v[e] = out_values[k][0];
     }
   }
 };
 
-template <Pass P, Approximate A, DType D, class Position, class Locate>
-__device__ __forceinline__ DeferredVectors<P, A, D, Position, Locate> deferred_vectors(
+template <Pass P, Approximate A, DType D, class V, class Position, class Locate>
+__device__ __forceinline__ DeferredVectors<P, A, D, V, Position, Locate> deferred_vectors(
     DeferredEntry<Position> (*entries)[kQueueEntries], Locate locate) {
-  return DeferredVectors<P, A, D, Position, Locate>{entries[threadIdx.x / kWarpSize], locate, 0};
+  return DeferredVectors<P, A, D, V, Position, Locate>{entries[threadIdx.x / kWarpSize], locate,
+                                                       0};
 }
 
+// The contiguous kernels of the narrow path take two 16-byte vectors per lane and round, kWarpSize
+// vectors apart (each load of the warp still 512 contiguous bytes): the round's fixed work (the
+// queue's vote and bookkeeping, the loop, the addresses) then serves 16 elements, not 8, and a
+// queued entry as many (bench/gpu_model.py, sm_90, fallback included: 0.8-1.2 instructions per
+// 16-bit element fewer, registers 32-39 -> 39-40). The float32 kernels gained nothing so (32
+// contiguous bytes per lane: sm_100 exact forward 61.2 -> 62.4 per element).
+template <Pass P, Approximate A, DType D>
+constexpr int kPairedVectors = kNarrow<P, A, D> ? 2 : 1;
+
 // Contiguous operands whose addresses are 16-byte aligned: each thread moves 16 bytes per operand
-// per step, in a grid-stride loop; the last n % kVec elements are done one per thread. On the
-// narrow path every lane of a warp runs as many rounds as its first lane (DeferredVectors).
+// per vector (kPairedVectors per round), in a grid-stride loop; the last n % kVec elements are
+// done one per thread. On the narrow path every lane of a warp runs as many rounds as its first
+// lane (DeferredVectors).
 template <Pass P, Approximate A, DType D, class index_t>
 __global__ void contiguous_kernel(Operands ops, index_t n) {
   using T = typename Storage<D>::T;
@@ -504,16 +518,21 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
   };
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<index_t> entries[kBlockSize / kWarpSize][kQueueEntries];
-    auto deferred = deferred_vectors<P, A, D, index_t>(entries, pointers);
+    auto deferred = deferred_vectors<P, A, D, V, index_t>(entries, pointers);
     const index_t lane = threadIdx.x % kWarpSize;
-    for (index_t warp_first = first - lane; warp_first < num_vecs; warp_first += step) {
+    constexpr int kPairs = kPairedVectors<P, A, D>;
+    for (index_t warp_first = (first - lane) * kPairs; warp_first < num_vecs;
+         warp_first += kPairs * step) {
       const index_t v = warp_first + lane;
       uint32_t unsure = 0;
-      if (v < num_vecs) {
-        const V* in[kIn];
-        V* out[kOut];
-        pointers(v, in, out);
-        unsure = vector_step<P, A, D>(out, in);
+#pragma unroll
+      for (int pair = 0; pair < kPairs; ++pair) {
+        if (v + pair * kWarpSize < num_vecs) {
+          const V* in[kIn];
+          V* out[kOut];
+          pointers(v + pair * kWarpSize, in, out);
+          unsure |= vector_step<P, A, D>(out, in) << (pair * kVec);
+        }
       }
       deferred.add(v, unsure);
     }
@@ -582,7 +601,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
   };
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<RowColumn> entries[kBlockSize / kWarpSize][kQueueEntries];
-    auto deferred = deferred_vectors<P, A, D, RowColumn>(entries, pointers);
+    auto deferred = deferred_vectors<P, A, D, V, RowColumn>(entries, pointers);
     // The warp's first lane's vector, which decides the rounds of every lane.
     const int64_t total = static_cast<int64_t>(vecs_per_row) * num_rows;
     for (int64_t warp_first = first - threadIdx.x % kWarpSize; warp_first < total;
@@ -661,7 +680,7 @@ cudaError_t launch_contiguous_typed(char* const* data, int64_t n, IndexWidth ind
                                     cudaStream_t stream) {
   const Operands ops = operands_of<P>(data);
   constexpr int kVec = 16 / sizeof(typename Storage<D>::T);
-  const int grid = grid_size(n / kVec + 1);
+  const int grid = grid_size(n / (kVec * kPairedVectors<P, A, D>) + 1);
   if (index_width == IndexWidth::k32) {
     if (n > INT32_MAX) return cudaErrorInvalidValue;
     contiguous_kernel<P, A, D, int32_t><<<grid, kBlockSize, 0, stream>>>(ops, static_cast<int32_t>(n));
