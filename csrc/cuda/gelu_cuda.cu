@@ -424,8 +424,9 @@ struct DeferredEntry {
   uint32_t unsure;  // the elements to redo, as bits
 };
 
-// locate(where, in, out): the kernel's own vector pointers of every operand at `where`.
-template <Pass P, Approximate A, DType D, class V, class Position, class Locate>
+// locate(where, in, out): the kernel's own vector pointers of every operand at `where`; kVectors:
+// the lane's vectors per entry (kPairedVectors, or 1).
+template <Pass P, Approximate A, DType D, class V, int kVectors, class Position, class Locate>
 struct DeferredVectors {
   using T = typename Storage<D>::T;
   static constexpr PassRule kRule = pass_rule(P);
@@ -467,7 +468,8 @@ struct DeferredVectors {
     locate(entry.where, in, out);
     constexpr int kVec = sizeof(V) / sizeof(T);
     for (uint32_t unsure = entry.unsure; unsure != 0; unsure &= unsure - 1) {
-      const int bit = __ffs(unsure) - 1, vector = bit / kVec * kWarpSize, e = bit % kVec;
+      const int bit = __ffs(unsure) - 1, e = kVectors > 1 ? bit % kVec : bit;
+      const int vector = kVectors > 1 ? bit / kVec * kWarpSize : 0;
       T in_values[kRule.inputs][1], out_values[kRule.outputs][1];
 #pragma unroll
       for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k][vector].v[e];
@@ -481,11 +483,11 @@ struct DeferredVectors {
   }
 };
 
-template <Pass P, Approximate A, DType D, class V, class Position, class Locate>
-__device__ __forceinline__ DeferredVectors<P, A, D, V, Position, Locate> deferred_vectors(
-    DeferredEntry<Position> (*entries)[kQueueEntries], Locate locate) {
-  return DeferredVectors<P, A, D, V, Position, Locate>{entries[threadIdx.x / kWarpSize], locate,
-                                                       0};
+template <Pass P, Approximate A, DType D, class V, int kVectors, class Position, class Locate>
+__device__ __forceinline__ DeferredVectors<P, A, D, V, kVectors, Position, Locate>
+deferred_vectors(DeferredEntry<Position> (*entries)[kQueueEntries], Locate locate) {
+  return DeferredVectors<P, A, D, V, kVectors, Position, Locate>{entries[threadIdx.x / kWarpSize],
+                                                                 locate, 0};
 }
 
 // The contiguous kernels of the narrow path take two 16-byte vectors per lane and round, kWarpSize
@@ -518,9 +520,9 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
   };
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<index_t> entries[kBlockSize / kWarpSize][kQueueEntries];
-    auto deferred = deferred_vectors<P, A, D, V, index_t>(entries, pointers);
-    const index_t lane = threadIdx.x % kWarpSize;
     constexpr int kPairs = kPairedVectors<P, A, D>;
+    auto deferred = deferred_vectors<P, A, D, V, kPairs, index_t>(entries, pointers);
+    const index_t lane = threadIdx.x % kWarpSize;
     for (index_t warp_first = (first - lane) * kPairs; warp_first < num_vecs;
          warp_first += kPairs * step) {
       const index_t v = warp_first + lane;
@@ -601,7 +603,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
   };
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<RowColumn> entries[kBlockSize / kWarpSize][kQueueEntries];
-    auto deferred = deferred_vectors<P, A, D, V, RowColumn>(entries, pointers);
+    auto deferred = deferred_vectors<P, A, D, V, 1, RowColumn>(entries, pointers);
     // The warp's first lane's vector, which decides the rounds of every lane.
     const int64_t total = static_cast<int64_t>(vecs_per_row) * num_rows;
     for (int64_t warp_first = first - threadIdx.x % kWarpSize; warp_first < total;
