@@ -317,6 +317,30 @@ def test_every_16bit_input_forward_and_backward(emulated, dtype, approximate):
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_beyond_the_core_domain(emulated, dtype, approximate):
+    """16-bit x beyond the narrow forms' core domain (|x| > 8), which the kernels' loop leaves to
+    the rounding test alone for float16 in the forward and in the exact and tanh forms' backward
+    (narrow16.h, kBeyondCoreSettles): every such x, infinities and NaN included, and for the
+    backward with gradients of both signs from 0 and the least subnormal to the largest finite
+    value and infinity. Below the core most float16 results are zeros whose sign must be right;
+    bfloat16's are not, and its elements there must go to the fallback."""
+    every = all_values(dtype)
+    x = every[~(every.abs() <= 8)]
+    info = torch.finfo(dtype)
+    grads = torch.tensor([0.0, info.smallest_normal * info.eps, info.smallest_normal, 0.5, 1.0,
+                          3.0, 1000.0, info.max, float("inf")], dtype=dtype)
+    grads = torch.cat([grads, -grads])
+    grad, x_grid = grads.repeat_interleave(len(x)), x.repeat(len(grads))
+    for pass_name, inputs, expected in [
+        ("forward", [x], ops.gelu(x, approximate)),
+        ("backward", [grad, x_grid], ops.gelu_backward(grad, x_grid, approximate)),
+    ]:
+        out = torch.full_like(inputs[-1], float("nan"))
+        launch_contiguous(emulated, pass_name, approximate, [out], inputs)
+        assert_devices_agree(out, expected, 0, f"{pass_name}, {dtype} beyond the core")
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
 def test_bias_sums_that_float_cannot_hold(emulated, dtype, approximate):
     """16-bit x + b whose float sum is inexact (b 17 or more binades below x) go to the double
     path, as on the CPU: for x in (-8, -4] the lost bits decide some 16-bit roundings."""

@@ -493,7 +493,26 @@ struct GpuNarrowPass {
   static_assert((needs(P) & kNeedD2) == 0, "the GPU's narrow forms compute no f''");
   static constexpr PassRule kRule = pass_rule(P);
 
-  template <class F>
+  // A float16 x beyond the core domain needs no check of its own in the forward, nor in the
+  // backward of the exact and tanh forms, where the kernels' test (gpu_rounds_surely) settles it:
+  // - above the core, f(x) and g f'(x) round to x and g, and the value is x or g within 8 float
+  //   units (the exact form's tail term is below 2^-52, the logistic forms' e below 2^-22);
+  // - below it, |f| < 2^-18 and |g f'| < 2^-34 for every float16 g (mpmath, at the core's edge:
+  //   the sigmoid form's f, the exact form's f'), and so is the value, which the test leaves to
+  //   the fallback for being below float16's least normal, unless it is zero: then the
+  //   exponential flushed to +0 (u or m above 126, where the exact value is far below float16's
+  //   least subnormal), and the zero has the exact value's sign (kGpuTail's P > 0.39 and
+  //   kGpuSlope's H < -0.39 up to y = 1);
+  // - infinities and NaN give NaN, which the test leaves to the fallback too.
+  // (The sigmoid form's f' is not that small: -3.2e-6 at x = -9.) It saves an instruction per
+  // element where the loop is issue-bound. The fallback's second look checks the core.
+  static constexpr bool kBeyondCoreSettles =
+      kArgBits == 11 && (P == Pass::kForward ||
+                         (P == Pass::kBackward && A != Approximate::kSigmoid));
+
+  // kCheckCore: whether elements beyond the core domain are unusable even where
+  // kBeyondCoreSettles.
+  template <bool kCheckCore = true, class F>
   GELU_HD static GpuMask<F> apply(const F* in, F* out) {
     GpuMask<F> usable;
     F x;
@@ -506,7 +525,8 @@ struct GpuNarrowPass {
     }
     const GpuTerms<F> terms = gpu_terms<A, kArgBits, needs(P)>(x);
     if constexpr (kRule.argument_is_sum) usable &= terms.usable;
-    else usable = terms.usable;
+    else if constexpr (kCheckCore || !kBeyondCoreSettles) usable = terms.usable;
+    else usable = F(0.0f) == F(0.0f);
     out[0] = output<0>(in, terms, usable);
     if constexpr (kRule.outputs > 1) out[1] = output<1>(in, terms, usable);
     return usable;
