@@ -245,15 +245,17 @@ GELU_HD float times_pow2(float value, float shifted) {
 
 // ---------------------------------------------------------------------------------------------
 // Coefficient tables. Every polynomial's coefficients come from tools/fit_polynomials.py, which
-// writes coefficients.inc with each one's interval and measured error. On the GPU they live in
-// constant memory, which the multiply-adds read directly; as immediates, every 64-bit constant
-// would cost two extra moves per use.
+// writes coefficients.inc with each one's interval and measured error. On the GPU the double ones
+// live in constant memory, which the multiply-adds read directly (as immediates, every 64-bit
+// constant would cost two extra moves per use); the float ones are immediates, which a float
+// multiply-add takes in either operand at no cost, where constants from memory go through
+// uniform registers that the compiler reloads in every round of a long loop.
 #if defined(__CUDACC__)
 #define GELU_COEFFICIENTS(name, ...)                         \
   static __constant__ double name##_device[] = {__VA_ARGS__}; \
   static constexpr double name##_host[] = {__VA_ARGS__};
-#define GELU_COEFFICIENTS_FLOAT(name, ...)                  \
-  static __constant__ float name##_device[] = {__VA_ARGS__}; \
+#define GELU_COEFFICIENTS_FLOAT(name, ...)                          \
+  static __device__ constexpr float name##_device[] = {__VA_ARGS__}; \
   static constexpr float name##_host[] = {__VA_ARGS__};
 #else
 #define GELU_COEFFICIENTS(name, ...) static constexpr double name##_host[] = {__VA_ARGS__};
