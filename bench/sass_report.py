@@ -100,15 +100,15 @@ def cache_dir():
 
 
 def source_digest(source, flags):
-    """Digest of what a compile reads: the source, every header under csrc/, the flags and the
-    compiler's version."""
+    """Digest of what a compile reads: the source, every header under csrc/ (coefficients.inc
+    included), the flags and the compiler's version."""
     h = hashlib.sha256()
     nvcc = find_tool("nvcc")
     h.update(subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.encode())
     h.update(repr(flags).encode())
     paths = [source] + sorted(
         os.path.join(d, f) for d, _, files in os.walk(os.path.join(ROOT, "csrc"))
-        for f in files if f.endswith((".h", ".cuh")))
+        for f in files if f.endswith((".h", ".cuh", ".inc")))
     for p in paths:
         h.update(p.encode())
         with open(p, "rb") as f:
