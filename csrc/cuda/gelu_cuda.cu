@@ -126,6 +126,7 @@ __device__ __forceinline__ bool apply_narrow(const typename Storage<D>::T (*in)[
   float a[kRule.inputs], v[kRule.outputs];
 #pragma unroll
   for (int k = 0; k < kRule.inputs; ++k) a[k] = narrow_input(in[k], e);
+  // No core-domain check where the test below settles what lies beyond (kBeyondCoreSettles).
   bool sure = math::GpuNarrowPass<P, A, kArgumentBits<P, D>>::template apply<false>(a, v);
 #pragma unroll
   for (int k = 0; k < kRule.outputs; ++k) {
@@ -150,7 +151,7 @@ __device__ __forceinline__ uint32_t apply_narrow_pair(const typename Storage<D>:
 #pragma unroll
   for (int k = 0; k < kRule.inputs; ++k)
     a[k] = math::GpuPair(narrow_input(in[k], e), narrow_input(in[k], e + 1));
-  const math::GpuPairMask usable =
+  const math::GpuPairMask usable =  // as apply_narrow's, without a needless core check
       math::GpuNarrowPass<P, A, kArgumentBits<P, D>>::template apply<false>(a, v);
   bool sure_first = usable.a, sure_second = usable.b;
 #pragma unroll
