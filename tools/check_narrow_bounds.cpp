@@ -106,9 +106,9 @@ void check_cubics(uint64_t step) {
 // The GPU's forms (math/narrow16.h, gpu_terms): f and f' at every argument of each kind, with the
 // stand-ins of the GPU's approximate instructions (math/gpu_approximate.h) erring by their
 // documented maximum in each of the four pairs of directions. The kernels' rounding test needs
-// |value - exact| <= kGpuNarrowRelativeError |value| for every output: each term's relative error
-// (to its value) must stay below the term bound, kGpuNarrowRelativeError less the rounding of a
-// product of operands. Checked where the element is usable and the term is a normal float (the
+// |value - exact| <= kGpuNarrowRelativeError |value| for every output (float16's:
+// kGpuNarrowRelativeErrorFloat16): each term's relative error (to its value) must stay below the
+// term bound, that bound less the rounding of a product of operands. Checked where the element is usable and the term is a normal float (the
 // kernels take no output from a term below that: narrow16.h) or 0, which must then be exact.
 float from_float16(uint16_t h) {  // exact, without F16C
   const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
@@ -123,6 +123,8 @@ template <Approximate A, int kArgBits>
 void check_gpu(uint64_t step) {
   const float core = A == Approximate::kNone ? math::kGpuCoreExact : math::kGpuCoreLogistic;
   const char* kind = kArgBits == 8 ? "bfloat16" : kArgBits == 11 ? "float16" : "float";
+  // Float arguments (bias sums) serve both types' outputs: the narrower bound, bfloat16's.
+  const double term_bound = kArgBits == 11 ? kGpuTermBoundFloat16 : kGpuTermBound;
   std::vector<Worst> worst[2] = {std::vector<Worst>(kThreads), std::vector<Worst>(kThreads)};
   std::vector<double> largest_relative[2] = {std::vector<double>(kThreads),
                                               std::vector<double>(kThreads)};
@@ -139,7 +141,7 @@ void check_gpu(uint64_t step) {
         const double relative = gpu_term_relative_error(value, want);
         if (relative < 0) continue;
         largest_relative[k][id] = fmax(largest_relative[k][id], relative);
-        worst[k][id].see(relative / kGpuTermBound, x);
+        worst[k][id].see(relative / term_bound, x);
       }
     }
   };
@@ -181,9 +183,10 @@ int main(int argc, char** argv) {
   const bool narrow = !(argc > 3 && strcmp(argv[3], "cubics") == 0);
   auto wanted = [&](const char* name) { return !only || strcmp(only, name) == 0; };
 #if defined(GELU_DEVICE_FORMS)
-  printf("the GPU's forms (bound %.4g = 2^%.2f of every output)\n",
-         static_cast<double>(math::kGpuNarrowRelativeError),
-         log2(static_cast<double>(math::kGpuNarrowRelativeError)));
+  printf("the GPU's forms (bound 2^%.2f of every bfloat16 output and at float arguments, 2^%.2f "
+         "of every float16 output)\n",
+         log2(static_cast<double>(math::kGpuNarrowRelativeError)),
+         log2(static_cast<double>(math::kGpuNarrowRelativeErrorFloat16)));
   if (wanted("none")) check_gpu_all<Approximate::kNone>(step);
   if (wanted("tanh")) check_gpu_all<Approximate::kTanh>(step);
   if (wanted("sigmoid")) check_gpu_all<Approximate::kSigmoid>(step);

@@ -229,7 +229,7 @@ struct NarrowLanes {
   GELU_SIMD static MaskF relative_rounds_surely(As<BFloat16>, VecF v, MaskF settled,
                                                 Bits& rounded) {
     const __m512i u = _mm512_castps_si512(v.v);
-    constexpr uint32_t kUlps = math::kGpuUlps;
+    constexpr uint32_t kUlps = math::kGpuUlps<true>;
     const __m512i offset = _mm512_slli_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(int(kUlps - 0x8000u))), 16);
     const __mmask16 near = _mm512_cmplt_epu32_mask(offset, _mm512_set1_epi32(int((2 * kUlps + 1) << 16)));
     rounded = round_sure(As<BFloat16>(), v);

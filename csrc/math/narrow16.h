@@ -341,8 +341,16 @@ struct NarrowPass {
 // maximum in each direction.
 
 // The relative bound of every output, products included (docs/accuracy.md has the measured
-// maxima, 0.95 of it).
+// maxima, up to 0.95 of it): 14 float units (in the last place of a value at the top of its
+// binade) for bfloat16 outputs, and for every form at float arguments (the bias sums), which both
+// types' bias passes share; 15 for float16 outputs, which lets the tanh form leave out t^2 +
+// c1/c3's rounding error at float16 arguments (3 instructions per element).
 constexpr float kGpuNarrowRelativeError = 0x1.Cp-21f;
+constexpr float kGpuNarrowRelativeErrorFloat16 = 0x1.Ep-21f;
+template <bool kBFloat16>
+constexpr float gpu_narrow_relative_error() {
+  return kBFloat16 ? kGpuNarrowRelativeError : kGpuNarrowRelativeErrorFloat16;
+}
 // Below this magnitude an output's bound may fail (float's subnormal range); the kernels' test
 // takes only results at least this large, or exactly 0: an output is 0 only where a zero argument
 // or operand makes it so, or where it (a product, or f of an argument below 2^-148) underflows
@@ -425,17 +433,17 @@ GELU_HD GpuTerms<F> gpu_logistic(F x) {
     constexpr float kRatio = 22.363861083984375f;  // a multiple of 2^-17
     constexpr float kR = -1.1135864239681259e-07f;
     const F v = t * t;
-    const F w = v + F(kRatio);  // exact for bfloat16 t >= 1/4 (and harmless below)
+    // w is exact for bfloat16 t >= 1/4 (and its error harmless below), and for float16 t >= 2
+    // (v a multiple of 2^-18 below 2^7); for float16 t < 2 it errs by up to 2^-20, which moves m
+    // by up to 2^-22.3 and keeps the tanh form's f' within float16's wider bound (f' 0.95 of it
+    // at x = -1.83, tools/check_narrow_bounds.cpp), so only float arguments carry w's error.
+    const F w = v + F(kRatio);
     const F tw = t * w;
     F tw_lo = fma(t, w, -tw);
     if constexpr (kArgBits > 12) {
       // w's rounding error (Fast2Sum, the larger of v and kRatio first), and v's.
       const F w_lo = select(v <= F(kRatio), (F(kRatio) - w) + v, (v - w) + F(kRatio));
       tw_lo = fma(t, w_lo + fma(t, t, -v), tw_lo);
-    } else if constexpr (kArgBits > 8) {
-      // w's rounding error: exact for v <= kRatio (Fast2Sum), and 0, exactly, above, where
-      // v + kRatio of a float16 t (v a multiple of 2^-16, kRatio of 2^-17, below 2^7) is exact.
-      tw_lo = fma(t, (F(kRatio) - w) + v, tw_lo);
     }
     m = F(kA3) * tw;
     m_lo = fma(F(kA3), tw, -m);
@@ -563,27 +571,31 @@ struct GpuNarrowPass {
 };
 
 // The kernels' rounding test for the values of GpuNarrowPass, whose relative error is below
-// kGpuNarrowRelativeError where usable: a value v's 16-bit rounding is the exact value's unless a
-// rounding boundary of the type, a midpoint between two of its values, lies between them. A
+// gpu_narrow_relative_error where usable: a value v's 16-bit rounding is the exact value's unless
+// a rounding boundary of the type, a midpoint between two of its values, lies between them. A
 // boundary is a float whose bits below the type's last bit (16 of them for bfloat16, 13 for
-// float16) are half their range. The test: no boundary within kGpuUlps units in the last place of
-// v (v < 2^(e+1) for an ulp of 2^(e-23)), on the bits alone (a shift-add and a compare); binade
-// edges, where that count would change, never are boundaries. It is up to twice as wide as the
-// bound where v's significand is small, so more elements fail it than a test of |v - boundary|
-// against |v| times the bound (float16 forward on normal data: 0.39% against 0.23%), but that
-// test's four instructions on every element cost more than redoing the difference: predicted
-// 2.3-2.6 instructions per float16 element fewer in all (bench/gpu_model.py: H200's exact and
-// tanh forwards 1.11 and 1.13 times F.gelu's time -> 1.03 and 1.05).
+// float16) are half their range. The test: no boundary within kGpuUlps (14; float16 15) units in
+// the last place of v (v < 2^(e+1) for an ulp of 2^(e-23)), on the bits alone (a shift-add and
+// a compare); binade edges, where that count would change, never are boundaries. It is up to
+// twice as wide as the bound where v's significand is small, so more elements fail it than a test
+// of |v - boundary| against |v| times the bound (float16 forward on normal data: 0.39% against
+// 0.23%), but that test's four instructions on every element cost more than redoing the
+// difference: predicted 2.3-2.6 instructions per float16 element fewer in all
+// (bench/gpu_model.py: H200's exact and tanh forwards 1.11 and 1.13 times F.gelu's time -> 1.03
+// and 1.05).
 // Values below the smallest taken go to the fallback, except exact zeros: float16's subnormals,
 // whose grid the float's bits do not show, and for bfloat16 float's own, where the bound may fail.
-constexpr uint32_t kGpuUlps = static_cast<uint32_t>(kGpuNarrowRelativeError * 0x1p24f);
+template <bool kBFloat16>
+constexpr uint32_t kGpuUlps =
+    static_cast<uint32_t>(gpu_narrow_relative_error<kBFloat16>() * 0x1p24f);
 template <bool kBFloat16>
 GELU_HD bool gpu_rounds_surely(float v) {
   constexpr int kLowBits = kBFloat16 ? 16 : 13;
   constexpr uint32_t kMidpoint = 1u << (kLowBits - 1);
+  constexpr uint32_t kUlps = kGpuUlps<kBFloat16>;
   constexpr float kSmallest = kBFloat16 ? kGpuNarrowSmallest : 0x1p-14f;  // float16's least normal
-  const uint32_t offset = (bit_cast<uint32_t>(v) + (kGpuUlps - kMidpoint)) << (32 - kLowBits);
-  const bool far = offset >= ((2 * kGpuUlps + 1) << (32 - kLowBits));
+  const uint32_t offset = (bit_cast<uint32_t>(v) + (kUlps - kMidpoint)) << (32 - kLowBits);
+  const bool far = offset >= ((2 * kUlps + 1) << (32 - kLowBits));
   // Bitwise, not short-circuit: no branches.
   return far & ((fabsf(v) >= kSmallest) | (v == 0.0f));
 }
@@ -601,7 +613,7 @@ GELU_HD bool gpu_rounds_surely_anywhere(float v) {
     if (fabsf(v) >= 0x1p-14f) return gpu_rounds_surely<false>(v);
     const float w = v * 0x1p24f;
     const float boundary = floorf(w) + 0.5f;
-    const bool far = fabsf(w - boundary) > fabsf(w) * kGpuNarrowRelativeError;
+    const bool far = fabsf(w - boundary) > fabsf(w) * kGpuNarrowRelativeErrorFloat16;
     return far & ((fabsf(v) >= kGpuNarrowSmallest) | (v == 0.0f));
   }
 }
