@@ -11,6 +11,7 @@ predicted time), the limiting resource, and the predicted time over the F.gelu s
     python bench/gpu_model.py                        # every GPU; writes bench/results/gpu_model.md
     python bench/gpu_model.py --gpus A100,H200       # some GPUs (stdout only)
     python bench/gpu_model.py --arch sm_86 --counts  # the GPUs of one architecture, with counts
+    python bench/gpu_model.py --arch sm_100 --define GELU_ROUTE_CUDA_F32_VIA_F32  # another path
 
 What it leaves out: latency (each kernel is assumed to keep enough warps in flight), caches,
 the launch and tail of a kernel, clocks below boost, and dual issue. It is a bound by the
@@ -205,10 +206,12 @@ def gelu_ext_counts(cubin, registers, fallback, arch):
     return out
 
 
-def compile_all(archs, jobs, fallback):
-    """{arch: (gelu_ext counts, stand-in counts)}, compiling what the cache lacks."""
+def compile_all(archs, jobs, fallback, defines=()):
+    """{arch: (gelu_ext counts, stand-in counts)}, compiling what the cache lacks; defines: macros
+    for gelu_ext's kernels (route.h's switches)."""
+    ext_flags = sass_report.SETUP_NVCC_FLAGS + tuple(f"-D{name}" for name in defines)
     tasks = [(arch, src, flags) for arch in archs
-             for src, flags in ((sass_report.KERNELS_SOURCE, sass_report.SETUP_NVCC_FLAGS),
+             for src, flags in ((sass_report.KERNELS_SOURCE, ext_flags),
                                 (STANDIN_SOURCE, STANDIN_FLAGS))]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         built = list(pool.map(lambda t: sass_report.compile_cubin(t[0], t[1], t[2]), tasks))
@@ -401,6 +404,9 @@ def main():
                         "normal data on which the narrow path's fallback is counted (1)")
     parser.add_argument("--fallback-rate", type=float, help="instead, this share of 16-bit "
                         "elements for every pass")
+    parser.add_argument("--define", action="append", default=[], metavar="NAME",
+                        help="compile gelu_ext's kernels with this macro (a route switch of "
+                             "csrc/math/route.h); repeatable")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="compiles at a time")
     args = parser.parse_args()
@@ -430,13 +436,13 @@ def main():
         keys = [(p, v, d) for p in PASSES + FUSED for v in VARIANTS for d in ("bfloat16", "float16")]
         fallback = {k: assumed_fallback(args.fallback_rate, k[0]) for k in keys}
         fallback_text = f"one element in {1 / args.fallback_rate:.0f} for every pass"
-    counts = compile_all(archs, args.jobs, fallback)
+    counts = compile_all(archs, args.jobs, fallback, args.define)
     text = (preamble(gpus, fallback_text) + "\n\n" + report(gpus, dtypes, counts) + "\n\n"
             + fallback_report(fallback, dtypes))
     if args.counts:
         text += "\n\n" + counts_report(archs, dtypes, counts)
     print(text)
-    out = args.out or (None if (args.gpus or args.arch) else DEFAULT_OUT)
+    out = args.out or (None if (args.gpus or args.arch or args.define) else DEFAULT_OUT)
     if out:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as f:

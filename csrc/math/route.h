@@ -72,6 +72,16 @@ constexpr bool kRouteF64Pair = false;
 #else
 constexpr bool kRouteF64Pair = true;
 #endif
+// And builds that predict what another float32 path would give on the GPU where the route takes
+// its own (bench/gpu_model.py --define): -DGELU_ROUTE_CUDA_F32_VIA_F32 (the float path) or
+// -DGELU_ROUTE_CUDA_F32_VIA_MIXED (the mixed form) on every CUDA architecture.
+#if defined(GELU_ROUTE_CUDA_F32_VIA_F32)
+constexpr NumericPath kRouteCudaFloat32 = NumericPath::kF32ViaF32;
+#elif defined(GELU_ROUTE_CUDA_F32_VIA_MIXED)
+constexpr NumericPath kRouteCudaFloat32 = NumericPath::kF32ViaMixed;
+#else
+constexpr NumericPath kRouteCudaFloat32 = NumericPath::kF32ViaF64;  // by architecture, below
+#endif
 
 // The path of (device, dtype, pass, form). arch: the CPU's instruction set (CpuIsa), or the CUDA
 // architecture as __CUDA_ARCH__ gives it (860 for compute capability 8.6; 0 in host code).
@@ -80,6 +90,7 @@ constexpr NumericPath route(Device device, DType dtype, Pass pass, Approximate f
   const bool second_derivative = (needs(pass) & math::kNeedD2) != 0;
   if (dtype == DType::kFloat32) {
     if (device != Device::kCuda) return NumericPath::kF32ViaF64;
+    if (kRouteCudaFloat32 != NumericPath::kF32ViaF64) return kRouteCudaFloat32;
     return has_slow_fp64(arch)   ? NumericPath::kF32ViaF32
            : prefers_mixed(arch) ? NumericPath::kF32ViaMixed
                                  : NumericPath::kF32ViaF64;
