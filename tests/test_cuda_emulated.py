@@ -319,8 +319,8 @@ def test_every_16bit_input_forward_and_backward(emulated, dtype, approximate):
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
 def test_beyond_the_core_domain(emulated, dtype, approximate):
     """16-bit x beyond the narrow forms' core domain (|x| > 8), which the kernels' loop leaves to
-    the rounding test alone for float16 in the forward and in the exact and tanh forms' backward
-    (narrow16.h, kBeyondCoreSettles): every such x, infinities and NaN included, and for the
+    the rounding test alone for float16 in the forward and backward (narrow16.h,
+    kBeyondCoreSettles): every such x, infinities and NaN included, and for the
     backward with gradients of both signs from 0 and the least subnormal to the largest finite
     value and infinity. Below the core most float16 results are zeros whose sign must be right;
     bfloat16's are not, and its elements there must go to the fallback."""

@@ -511,22 +511,25 @@ struct GpuNarrowPass {
   static_assert((needs(P) & kNeedD2) == 0, "the GPU's narrow forms compute no f''");
   static constexpr PassRule kRule = pass_rule(P);
 
-  // A float16 x beyond the core domain needs no check of its own in the forward, nor in the
-  // backward of the exact and tanh forms, where the kernels' test (gpu_rounds_surely) settles it:
+  // A float16 x beyond the core domain needs no check of its own in the forward and backward,
+  // where the kernels' test (gpu_rounds_surely) settles it:
+  // - the sigmoid form's f' is not small enough beyond its core (-3.2e-6 at x = -9, and f'(9) - 1
+  //   = 3.4e-6): its bound holds out to |x| = 16 (tools/check_narrow_bounds.cpp checks float16
+  //   arguments of that form there), and what follows holds beyond 16 (mpmath: |65504 f'(-16)|
+  //   < 2^-18.5, f'(16) - 1 < 2^-34);
   // - above the core, f(x) and g f'(x) round to x and g, and the value is x or g within 8 float
   //   units (the exact form's tail term is below 2^-52, the logistic forms' e below 2^-22);
-  // - below it, |f| < 2^-18 and |g f'| < 2^-34 for every float16 g (mpmath, at the core's edge:
+  // - below it, |f| < 2^-18 and |g f'| < 2^-18 for every float16 g (mpmath, at the core's edge:
   //   the sigmoid form's f, the exact form's f'), and so is the value, which the test leaves to
   //   the fallback for being below float16's least normal, unless it is zero: then the
   //   exponential flushed to +0 (u or m above 126, where the exact value is far below float16's
   //   least subnormal), and the zero has the exact value's sign (kGpuTail's P > 0.39 and
-  //   kGpuSlope's H < -0.39 up to y = 1);
+  //   kGpuSlope's H < -0.39 up to y = 1; the logistic forms' f' as +0 times a negative factor);
   // - infinities and NaN give NaN, which the test leaves to the fallback too.
-  // (The sigmoid form's f' is not that small: -3.2e-6 at x = -9.) It saves an instruction per
-  // element where the loop is issue-bound. The fallback's second look checks the core.
+  // It saves an instruction per element where the loop is issue-bound. The fallback's second look
+  // checks the core.
   static constexpr bool kBeyondCoreSettles =
-      kArgBits == 11 && (P == Pass::kForward ||
-                         (P == Pass::kBackward && A != Approximate::kSigmoid));
+      kArgBits == 11 && (P == Pass::kForward || P == Pass::kBackward);
 
   // kCheckCore: whether elements beyond the core domain are unusable even where
   // kBeyondCoreSettles.
