@@ -40,9 +40,10 @@ inline Exact exact(ld x, Approximate a) {
 // The GPU forms' measure (math/narrow16.h, GpuNarrowPass): a term's error relative to its value,
 // which must stay below kGpuTermBound, kGpuNarrowRelativeError less the rounding of a product with
 // an operand (kGpuTermBoundFloat16 from float16's wider bound, for float16 arguments, whose
-// outputs are float16). Checked where the term is a normal float, or 0, which is right where the exact value
-// rounds to that zero in 16 bits (at most half of bfloat16's least subnormal, 2^-133: f of an
-// argument below 2^-148, which underflows, as narrow16.h says); -1 for the terms not checked.
+// outputs are float16). Checked where the term is a normal float, or 0, which is right where the
+// exact value rounds to that zero in 16 bits (at most half of bfloat16's least subnormal, 2^-133:
+// f of an argument below 2^-148, which underflows, as narrow16.h says); -1 for the terms not
+// checked.
 constexpr double kGpuTermBound = (math::kGpuNarrowRelativeError - 0x1p-24) / (1 + 0x1p-24);
 constexpr double kGpuTermBoundFloat16 =
     (math::kGpuNarrowRelativeErrorFloat16 - 0x1p-24) / (1 + 0x1p-24);
