@@ -341,9 +341,10 @@ def kernel_counts(cubin, registers=None, everything=False):
         common = [ins for ins in hot if ins not in enqueue]
         loop = inner_loop(cold)
         double = double_fallback(cold)
-        # Elements per round: the strided kernels' one; a 16-byte vector per operand; two in the
-        # contiguous kernels of the narrow path (gelu_cuda.cu's kPairedVectors).
-        paired = kind == "contiguous" and size == 2 and pass_name != "double backward"
+        # Elements per round: the strided kernels' one; a 16-byte vector per operand; two on the
+        # narrow path (gelu_cuda.cu's kPairedVectors: 32 vectors apart in the contiguous kernels,
+        # in two rows in the rows kernels).
+        paired = kind != "strided" and size == 2 and pass_name != "double backward"
         elements = 1 if kind == "strided" else 16 // size * (2 if paired else 1)
 
         def per_element(part):

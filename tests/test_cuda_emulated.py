@@ -163,12 +163,16 @@ def vector_width(dtype):
     return 16 // torch.empty(0, dtype=dtype).element_size()
 
 
+def lane_vectors(dtype, pass_name):
+    """16-byte vectors per lane and round: two on the narrow path (16-bit data, every pass but
+    the double backward: gelu_cuda.cu's kPairedVectors; the rows kernel takes them in two rows),
+    else one."""
+    return 2 if dtype in HALF_DTYPES and pass_name != "double_backward" else 1
+
+
 def lane_elements(dtype, pass_name):
-    """Elements per lane and round of the contiguous kernel: a 16-byte vector, or two on the
-    narrow path (16-bit data, every pass but the double backward: gelu_cuda.cu's
-    kPairedVectors)."""
-    paired = dtype in HALF_DTYPES and pass_name != "double_backward"
-    return vector_width(dtype) * (2 if paired else 1)
+    """Elements per lane and round of the contiguous kernel."""
+    return vector_width(dtype) * lane_vectors(dtype, pass_name)
 
 
 class GuardedOutput:
@@ -403,13 +407,18 @@ def test_narrow_fallback_queue(emulated, pass_name, approximate, share, kernel):
     rows kernel (the input a column slice of a wider tensor), over four rounds of the grid-stride
     loop and a fifth that ends inside a warp, whose lanes past the end must still take part."""
     width = vector_width(torch.float16)
-    rows, cols = 5 * THREADS // 16 - 3, 16 * width  # the fifth round 16 lanes into a warp
+    per_lane = lane_vectors(torch.float16, pass_name)
+    assert per_lane == 2
+    # Rows kernel: a lane's two rows of one column, 16 columns; the fifth round 16 lanes into a
+    # warp, the last lane's second row past the end.
+    rows, cols = 2 * (5 * THREADS // 16 - 3) - 1, 16 * width
+    lane_rounds = (rows + 1) // 2 * 16
     n = rows * cols
-    per_lane = lane_elements(torch.float16, pass_name) // width if kernel == "contiguous" else 1
-    if per_lane == 2:
+    if kernel == "contiguous":
         # Pairs of vectors 32 apart: the fifth round's last warp has its lanes' first vectors
         # and half of their second ones.
         n = (10 * THREADS - 80) * width
+        lane_rounds = n // (width * per_lane)
     generator = torch.Generator().manual_seed(int(share * 100))
     x = make_inputs(["x"], n, torch.float16, seed=3)[0]
     pool = subnormal_result_inputs(pass_name, approximate)
@@ -431,8 +440,7 @@ def test_narrow_fallback_queue(emulated, pass_name, approximate, share, kernel):
         check_pass(launch_contiguous, emulated, pass_name, approximate, inputs, (n,),
                    f"{share:.0%} of vectors unsure")
     (launch,) = take_launches(emulated)
-    assert launch[0].startswith(f"{kernel}_kernel<") and rounds(
-        launch, n // (width * per_lane)) == 5, launch
+    assert launch[0].startswith(f"{kernel}_kernel<") and rounds(launch, lane_rounds) == 5, launch
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES])
@@ -550,17 +558,20 @@ def test_strided_kernels_agree_with_cpu(emulated, pass_name, dtype, approximate,
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("pass_name", PASSES)
 def test_rows_kernel_grid_stride(emulated, pass_name, dtype):
-    """More vectors (200 rows of 24) than the emulated grid has threads (8 blocks x 256), so
+    """More lanes' work (rows of 24 vectors, each lane one vector of a row, or on the narrow path
+    one column's vectors of two rows) than the emulated grid has threads (8 blocks x 256), so
     threads step on to later rows in three rounds, and 24 does not divide that step, so their
-    columns wrap."""
-    rows, cols = 200, 24 * vector_width(dtype)
-    assert 2 * THREADS < rows * 24 <= 3 * THREADS and THREADS % 24 != 0
+    columns wrap. On the narrow path the last row is alone (401 rows)."""
+    per_lane = lane_vectors(dtype, pass_name)
+    rows, cols = 200 if per_lane == 1 else 401, 24 * vector_width(dtype)
+    lane_rounds = -(-rows // per_lane) * 24
+    assert 2 * THREADS < lane_rounds <= 3 * THREADS and THREADS % 24 != 0
     for layout, inputs, _ in strided_layouts(rows, cols, dtype, PASSES[pass_name][1]):
         if layout in ("broadcast", "halves"):
             check_pass(launch_strided, emulated, pass_name, "none", inputs, (rows, cols),
                        f"{layout} layout")
             (launch,) = take_launches(emulated)
-            assert launch[0].startswith("rows_kernel<") and rounds(launch, rows * 24) == 3, launch
+            assert launch[0].startswith("rows_kernel<") and rounds(launch, lane_rounds) == 3, launch
         else:
             take_launches(emulated)
 

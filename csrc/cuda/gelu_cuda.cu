@@ -417,17 +417,18 @@ constexpr int kWarpSize = 32;
 // Up to 31 entries wait when a round adds up to 32 more.
 constexpr int kQueueEntries = 2 * kWarpSize;
 
-// A lane's vectors of a round: the one at `where`, and in the contiguous kernels of the narrow
-// path a second one kWarpSize vectors further (kPairedVectors); bit e of `unsure` names element
-// e % kVec of the (e / kVec)th.
+// A lane's vectors of a round: the one at `where`, and on the narrow path a second one
+// (kPairedVectors: kWarpSize vectors further in the contiguous kernels, a row further in the rows
+// kernels); bit e of `unsure` names element e % kVec of the (e / kVec)th.
 template <class Position>
 struct DeferredEntry {
   Position where;
   uint32_t unsure;  // the elements to redo, as bits
 };
 
-// locate(where, in, out): the kernel's own vector pointers of every operand at `where`; kVectors:
-// the lane's vectors per entry (kPairedVectors, or 1).
+// locate(where, vector, in, out): the kernel's own pointers of every operand to the lane's
+// vector-th vector of the round at `where`; kVectors: the lane's vectors per entry
+// (kPairedVectors, or 1).
 template <Pass P, Approximate A, DType D, class V, int kVectors, class Position, class Locate>
 struct DeferredVectors {
   using T = typename Storage<D>::T;
@@ -465,22 +466,21 @@ struct DeferredVectors {
   }
 
   __device__ __forceinline__ void redo_entry(const DeferredEntry<Position>& entry) {
-    const V* in[kRule.inputs];
-    V* out[kRule.outputs];
-    locate(entry.where, in, out);
     constexpr int kVec = sizeof(V) / sizeof(T);
     for (uint32_t unsure = entry.unsure; unsure != 0; unsure &= unsure - 1) {
       const int bit = __ffs(unsure) - 1, e = kVectors > 1 ? bit % kVec : bit;
-      const int vector = kVectors > 1 ? bit / kVec * kWarpSize : 0;
+      const V* in[kRule.inputs];
+      V* out[kRule.outputs];
+      locate(entry.where, kVectors > 1 ? bit / kVec : 0, in, out);
       T in_values[kRule.inputs][1], out_values[kRule.outputs][1];
 #pragma unroll
-      for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k][vector].v[e];
+      for (int k = 0; k < kRule.inputs; ++k) in_values[k][0] = in[k]->v[e];
       // The second look reads the narrow path's float16 results (their subnormal range).
       if constexpr (D == DType::kFloat16) apply_narrow<P, A, D, 1>(in_values, out_values, 0);
       if (!apply_second_look<P, A, D, 1>(in_values, out_values, 0))
         apply_settling<P, A, D, 1>(in_values, out_values, 0);
 #pragma unroll
-      for (int k = 0; k < kRule.outputs; ++k) out[k][vector].v[e] = out_values[k][0];
+      for (int k = 0; k < kRule.outputs; ++k) out[k]->v[e] = out_values[k][0];
     }
   }
 };
@@ -523,7 +523,10 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<index_t> entries[kBlockSize / kWarpSize][kQueueEntries];
     constexpr int kPairs = kPairedVectors<P, A, D>;
-    auto deferred = deferred_vectors<P, A, D, V, kPairs, index_t>(entries, pointers);
+    const auto locate = [&](index_t where, int vector, const V** in, V** out) {
+      pointers(where + vector * kWarpSize, in, out);
+    };
+    auto deferred = deferred_vectors<P, A, D, V, kPairs, index_t>(entries, locate);
     const index_t lane = threadIdx.x % kWarpSize;
     for (index_t warp_first = (first - lane) * kPairs; warp_first < num_vecs;
          warp_first += kPairs * step) {
@@ -563,7 +566,9 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
 // Rows of 16-byte vectors: every operand contiguous along a row of vecs_per_row vectors, with
 // its own byte stride between rows (0 for a broadcast bias; twice the row for geglu's halves of
 // one tensor), every row start 16-byte aligned. A thread divides once to find its first vector's
-// row and column, then steps both (a division per vector would cost 20-odd instructions).
+// row and column, then steps both (a division per vector would cost 20-odd instructions). On the
+// narrow path a lane takes one column's vectors in kPairedVectors rows, row and row + 1, as the
+// contiguous kernels take two vectors (each load of the warp still contiguous along a row).
 struct RowStrides {
   int32_t bytes[kMaxOperands];
 };
@@ -576,12 +581,14 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
   using T = typename Storage<D>::T;
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kOut = pass_rule(P).outputs, kIn = pass_rule(P).inputs;
+  constexpr int kRows = kPairedVectors<P, A, D>;  // a lane's rows per round
   using V = Vec<T, kVec>;
   const int32_t step = gridDim.x * kBlockSize;
   const int32_t step_rows = step / vecs_per_row, step_columns = step - step_rows * vecs_per_row;
   const int32_t first = blockIdx.x * kBlockSize + threadIdx.x;
-  // Only the row and column go round the loop.
-  int32_t row = first / vecs_per_row, column = first - row * vecs_per_row;
+  // Only the row and column go round the loop; the row in steps of kRows.
+  const int32_t first_rows = first / vecs_per_row;
+  int32_t row = first_rows * kRows, column = first - first_rows * vecs_per_row;
   const auto pointers = [&](RowColumn at, const V** in, V** out) {
 #pragma unroll
     for (int k = 0; k < kIn; ++k) {
@@ -595,27 +602,40 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
                at.column;
     }
   };
+  const auto next_row = [&](const V** in, V** out) {  // the pointers one row on
+#pragma unroll
+    for (int k = 0; k < kIn; ++k)
+      in[k] = reinterpret_cast<const V*>(reinterpret_cast<const char*>(in[k]) + rows.bytes[kOut + k]);
+#pragma unroll
+    for (int k = 0; k < kOut; ++k)
+      out[k] = reinterpret_cast<V*>(reinterpret_cast<char*>(out[k]) + rows.bytes[k]);
+  };
   const auto next = [&] {
-    row += step_rows;
+    row += step_rows * kRows;
     column += step_columns;
     if (column >= vecs_per_row) {
       column -= vecs_per_row;
-      ++row;
+      row += kRows;
     }
   };
   if constexpr (kNarrow<P, A, D>) {
     __shared__ DeferredEntry<RowColumn> entries[kBlockSize / kWarpSize][kQueueEntries];
-    auto deferred = deferred_vectors<P, A, D, V, 1, RowColumn>(entries, pointers);
-    // The warp's first lane's vector, which decides the rounds of every lane.
-    const int64_t total = static_cast<int64_t>(vecs_per_row) * num_rows;
+    const auto locate = [&](RowColumn where, int vector, const V** in, V** out) {
+      pointers(RowColumn{where.row + vector, where.column}, in, out);
+    };
+    auto deferred = deferred_vectors<P, A, D, V, kRows, RowColumn>(entries, locate);
+    // The warp's first lane's column of kRows rows, which decides the rounds of every lane.
+    const int64_t total = static_cast<int64_t>(vecs_per_row) * ((num_rows + kRows - 1) / kRows);
     for (int64_t warp_first = first - threadIdx.x % kWarpSize; warp_first < total;
          warp_first += step) {
       uint32_t unsure = 0;
-      if (row < num_rows) {
-        const V* in[kIn];
-        V* out[kOut];
-        pointers(RowColumn{row, column}, in, out);
-        unsure = vector_step<P, A, D>(out, in);
+      const V* in[kIn];
+      V* out[kOut];
+      pointers(RowColumn{row, column}, in, out);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (r > 0) next_row(in, out);
+        if (row + r < num_rows) unsure |= vector_step<P, A, D>(out, in) << (r * kVec);
       }
       deferred.add(RowColumn{row, column}, unsure);
       next();
@@ -718,8 +738,10 @@ cudaError_t launch_strided_typed(char* const* data, const StridedLayout& layout,
     RowStrides rows{};
     for (int k = 0; k < num_operands(P); ++k) rows.bytes[k] = layout.strides[k][1];
     const int32_t vecs_per_row = layout.sizes[0] / (16 / kSize);
-    rows_kernel<P, A, D><<<grid_size(int64_t(vecs_per_row) * layout.sizes[1]), kBlockSize, 0,
-                           stream>>>(ops, rows, vecs_per_row, layout.sizes[1]);
+    constexpr int kRows = kPairedVectors<P, A, D>;
+    const int64_t lane_rounds = int64_t(vecs_per_row) * ((layout.sizes[1] + kRows - 1) / kRows);
+    rows_kernel<P, A, D><<<grid_size(lane_rounds), kBlockSize, 0, stream>>>(
+        ops, rows, vecs_per_row, layout.sizes[1]);
     return cudaGetLastError();
   }
   int64_t n = 1;
