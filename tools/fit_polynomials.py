@@ -211,6 +211,11 @@ GPU_ZERO_HALF_WIDTH = 0.6  # narrow16.h: kGpuZeroHalfWidth
 # at degree 9); the sigmoid form's needs degree 9 (2^-20.8 at 8).
 GPU_TANH_ZERO_DEGREE = 8
 GPU_SIGMOID_ZERO_DEGREE = 9
+# At 16-bit arguments the window is narrower (narrow16.h: kGpuZeroHalfWidth16), and so are the
+# degrees: tanh 6 (2^-21.7 at 5), sigmoid 7 (2^-23.0 at 6).
+GPU_ZERO_HALF_WIDTH_16 = 0.3
+GPU_TANH_ZERO_DEGREE_16 = 6
+GPU_SIGMOID_ZERO_DEGREE_16 = 7
 TANH_C1 = 2 * mp.sqrt(2 / mp.pi)
 TANH_C3 = TANH_C1 * mp.mpf("0.044715")
 SIGMOID_SCALE = mp.mpf("1.702")
@@ -460,6 +465,15 @@ def refit_mills_slope():
     return [to_float32(a), to_float32(b)]
 
 
+def gpu_zero_entry(name, tanh, half_width, degree, text):
+    """An entry for M(D) = f'(x0 + D) / D of the tanh or sigmoid form on |D| <= half_width."""
+    return dict(name=name, kind="float", required=-23.5, text=text,
+                measure=lambda v: measure_poly(v, gpu_zero_target(tanh), -half_width,
+                                               half_width),
+                refit=lambda: fit_float_poly(gpu_zero_target(tanh), -half_width, half_width,
+                                             degree))
+
+
 ENTRIES = [
     dict(name="kExpPoly", kind="double", required=-33.0,
          text="f32_via_f64: e^r = 1 + r + r^2 P(r) on |r| <= ln2/2; relative error of e^r",
@@ -527,20 +541,19 @@ ENTRIES = [
               "as kGpuTail's; relative error",
          measure=lambda v: measure_poly(v, gpu_slope_target, *GPU_Y),
          refit=lambda: fit_float_poly(gpu_slope_target, *GPU_Y, 7)),
-    dict(name="kGpuTanhZero", kind="float", required=-23.5,
-         text="narrow16 on the GPU: M(D) = f'(x0 + D) / D of the tanh form, |D| <= 0.6; "
-              "relative error",
-         measure=lambda v: measure_poly(v, gpu_zero_target(True), -GPU_ZERO_HALF_WIDTH,
-                                        GPU_ZERO_HALF_WIDTH),
-         refit=lambda: fit_float_poly(gpu_zero_target(True), -GPU_ZERO_HALF_WIDTH,
-                                      GPU_ZERO_HALF_WIDTH, GPU_TANH_ZERO_DEGREE)),
-    dict(name="kGpuSigmoidZero", kind="float", required=-23.5,
-         text="narrow16 on the GPU: M(D) = f'(x0 + D) / D of the sigmoid form, |D| <= 0.6; "
-              "relative error",
-         measure=lambda v: measure_poly(v, gpu_zero_target(False), -GPU_ZERO_HALF_WIDTH,
-                                        GPU_ZERO_HALF_WIDTH),
-         refit=lambda: fit_float_poly(gpu_zero_target(False), -GPU_ZERO_HALF_WIDTH,
-                                      GPU_ZERO_HALF_WIDTH, GPU_SIGMOID_ZERO_DEGREE)),
+    gpu_zero_entry("kGpuTanhZero", True, GPU_ZERO_HALF_WIDTH, GPU_TANH_ZERO_DEGREE,
+                   "narrow16 on the GPU: M(D) = f'(x0 + D) / D of the tanh form, |D| <= 0.6; "
+                   "relative error"),
+    gpu_zero_entry("kGpuSigmoidZero", False, GPU_ZERO_HALF_WIDTH, GPU_SIGMOID_ZERO_DEGREE,
+                   "narrow16 on the GPU: M(D) = f'(x0 + D) / D of the sigmoid form, |D| <= 0.6; "
+                   "relative error"),
+    gpu_zero_entry("kGpuTanhZero16", True, GPU_ZERO_HALF_WIDTH_16, GPU_TANH_ZERO_DEGREE_16,
+                   "narrow16 on the GPU at 16-bit arguments: kGpuTanhZero's M on |D| <= 0.3; "
+                   "relative error"),
+    gpu_zero_entry("kGpuSigmoidZero16", False, GPU_ZERO_HALF_WIDTH_16,
+                   GPU_SIGMOID_ZERO_DEGREE_16,
+                   "narrow16 on the GPU at 16-bit arguments: kGpuSigmoidZero's M on |D| <= 0.3; "
+                   "relative error"),
 ]
 
 
