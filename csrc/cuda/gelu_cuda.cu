@@ -604,8 +604,10 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
   };
   const auto next_row = [&](const V** in, V** out) {  // the pointers one row on
 #pragma unroll
-    for (int k = 0; k < kIn; ++k)
-      in[k] = reinterpret_cast<const V*>(reinterpret_cast<const char*>(in[k]) + rows.bytes[kOut + k]);
+    for (int k = 0; k < kIn; ++k) {
+      in[k] = reinterpret_cast<const V*>(reinterpret_cast<const char*>(in[k]) +
+                                         rows.bytes[kOut + k]);
+    }
 #pragma unroll
     for (int k = 0; k < kOut; ++k)
       out[k] = reinterpret_cast<V*>(reinterpret_cast<char*>(out[k]) + rows.bytes[k]);
