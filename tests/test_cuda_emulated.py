@@ -412,7 +412,7 @@ def test_narrow_fallback_queue(emulated, pass_name, approximate, share, kernel):
     # Rows kernel: a lane's two rows of one column, 16 columns; the fifth round 16 lanes into a
     # warp, the last lane's second row past the end.
     rows, cols = 2 * (5 * THREADS // 16 - 3) - 1, 16 * width
-    lane_rounds = (rows + 1) // 2 * 16
+    lane_rounds = -(-rows // per_lane) * 16
     n = rows * cols
     if kernel == "contiguous":
         # Pairs of vectors 32 apart: the fifth round's last warp has its lanes' first vectors

@@ -576,6 +576,13 @@ struct RowColumn {
   int32_t row, column;
 };
 
+// The lanes' work of a rows kernel, one column's vectors in kRows rows each: its loop's bound, and
+// the grid's size.
+template <int kRows>
+__host__ __device__ int64_t rows_lane_work(int32_t vecs_per_row, int32_t num_rows) {
+  return static_cast<int64_t>(vecs_per_row) * ((num_rows + kRows - 1) / kRows);
+}
+
 template <Pass P, Approximate A, DType D>
 __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row, int32_t num_rows) {
   using T = typename Storage<D>::T;
@@ -627,7 +634,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
     };
     auto deferred = deferred_vectors<P, A, D, V, kRows, RowColumn>(entries, locate);
     // The warp's first lane's column of kRows rows, which decides the rounds of every lane.
-    const int64_t total = static_cast<int64_t>(vecs_per_row) * ((num_rows + kRows - 1) / kRows);
+    const int64_t total = rows_lane_work<kRows>(vecs_per_row, num_rows);
     for (int64_t warp_first = first - threadIdx.x % kWarpSize; warp_first < total;
          warp_first += step) {
       uint32_t unsure = 0;
@@ -740,10 +747,9 @@ cudaError_t launch_strided_typed(char* const* data, const StridedLayout& layout,
     RowStrides rows{};
     for (int k = 0; k < num_operands(P); ++k) rows.bytes[k] = layout.strides[k][1];
     const int32_t vecs_per_row = layout.sizes[0] / (16 / kSize);
-    constexpr int kRows = kPairedVectors<P, A, D>;
-    const int64_t lane_rounds = int64_t(vecs_per_row) * ((layout.sizes[1] + kRows - 1) / kRows);
-    rows_kernel<P, A, D><<<grid_size(lane_rounds), kBlockSize, 0, stream>>>(
-        ops, rows, vecs_per_row, layout.sizes[1]);
+    const int64_t work = rows_lane_work<kPairedVectors<P, A, D>>(vecs_per_row, layout.sizes[1]);
+    rows_kernel<P, A, D><<<grid_size(work), kBlockSize, 0, stream>>>(ops, rows, vecs_per_row,
+                                                                     layout.sizes[1]);
     return cudaGetLastError();
   }
   int64_t n = 1;
