@@ -375,11 +375,12 @@ __device__ __forceinline__ void set_bit_if(uint32_t& word, bool condition, uint3
 }
 
 // One 16-byte vector of every operand: loaded from in[k], the pass applied to each element,
-// stored to out[k]. On the narrow path the results stored are the narrow path's, and the returned
-// bits name the elements it left unsure, for the warp's deferred fallback (DeferredVectors);
-// elsewhere every element is settled and the result is 0.
+// stored to out[k]. On the narrow path the results stored are the narrow path's, and the elements
+// it left unsure set their bits of `unsure`, element e bit first_bit + e, for the warp's deferred
+// fallback (DeferredVectors); elsewhere every element is settled.
 template <Pass P, Approximate A, DType D, class V>
-__device__ __forceinline__ uint32_t vector_step(V* const* out, const V* const* in) {
+__device__ __forceinline__ void vector_step(V* const* out, const V* const* in, uint32_t& unsure,
+                                            int first_bit) {
   using T = typename Storage<D>::T;
   constexpr int kVec = sizeof(V) / sizeof(T);
   constexpr int kIn = pass_rule(P).inputs, kOut = pass_rule(P).outputs;
@@ -390,20 +391,20 @@ __device__ __forceinline__ uint32_t vector_step(V* const* out, const V* const* i
 #pragma unroll
     for (int e = 0; e < kVec; ++e) in_values[k][e] = loaded.v[e];
   }
-  // The elements to redo as bits of a word: one predicated instruction each.
-  uint32_t unsure = 0;
   if constexpr (kNarrow<P, A, D>) {
     if constexpr (kPackedLanes) {
 #pragma unroll
       for (int e = 0; e < kVec; e += 2) {
         const math::GpuPairMask sure = apply_narrow_pair<P, A, D, kVec>(in_values, out_values, e);
-        set_bit_if(unsure, !sure.a, 1u << e);
-        set_bit_if(unsure, !sure.b, 2u << e);
+        set_bit_if(unsure, !sure.a, 1u << (first_bit + e));
+        set_bit_if(unsure, !sure.b, 2u << (first_bit + e));
       }
     } else {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e)
-        set_bit_if(unsure, !apply_narrow<P, A, D, kVec>(in_values, out_values, e), 1u << e);
+      for (int e = 0; e < kVec; ++e) {
+        const bool sure = apply_narrow<P, A, D, kVec>(in_values, out_values, e);
+        set_bit_if(unsure, !sure, 1u << (first_bit + e));
+      }
     }
   } else {
 #pragma unroll
@@ -416,7 +417,6 @@ __device__ __forceinline__ uint32_t vector_step(V* const* out, const V* const* i
     for (int e = 0; e < kVec; ++e) stored.v[e] = out_values[k][e];
     *out[k] = stored;
   }
-  return unsure;
 }
 
 // The narrow path's unsure elements, deferred per warp. Redone where met, they cost the whole warp
@@ -554,7 +554,7 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
           const V* in[kIn];
           V* out[kOut];
           pointers(v + pair * kWarpSize, in, out);
-          unsure |= vector_step<P, A, D>(out, in) << (pair * kVec);
+          vector_step<P, A, D>(out, in, unsure, pair * kVec);
         }
       }
       deferred.add(v, unsure);
@@ -565,7 +565,8 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
       const V* in[kIn];
       V* out[kOut];
       pointers(v, in, out);
-      vector_step<P, A, D>(out, in);
+      uint32_t none_unsure = 0;  // off the narrow path every element is settled
+      vector_step<P, A, D>(out, in, none_unsure, 0);
     }
   }
   const index_t i = num_vecs * kVec + first;
@@ -660,7 +661,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         if (r > 0) next_row(in, out);
-        if (row + r < num_rows) unsure |= vector_step<P, A, D>(out, in) << (r * kVec);
+        if (row + r < num_rows) vector_step<P, A, D>(out, in, unsure, r * kVec);
       }
       deferred.add(RowColumn{row, column}, unsure);
       next();
@@ -671,7 +672,8 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
       const V* in[kIn];
       V* out[kOut];
       pointers(RowColumn{row, column}, in, out);
-      vector_step<P, A, D>(out, in);
+      uint32_t none_unsure = 0;  // off the narrow path every element is settled
+      vector_step<P, A, D>(out, in, none_unsure, 0);
       next();
     }
   }
