@@ -116,17 +116,15 @@ FALLBACK_FIELDS = ("unsure", "settling", "doubled", "queueing_rounds", "redos", 
                    "settling_iterations", "double_iterations")
 
 
-def entry_elements(pass_name):
-    """The elements of a lane's queue entry (narrow_fallback.cpp's entry_elements): two vectors
-    of 8 in the plain passes' contiguous kernels, one in the fused ops' rows kernels."""
-    return 16 if pass_name in PASSES else 8
+# The elements of a lane's queue entry (narrow_fallback.cpp's kEntryElements): two vectors of 8.
+ENTRY_ELEMENTS = 16
 
 
-def assumed_fallback(rate, pass_name):
+def assumed_fallback(rate):
     """narrow_fallback.cpp's figures for elements that fail independently at `rate`: a warp
     round queues if any of its 32 lanes' entries has one, a redo every 32 such entries, one
     iteration each, and every element on to the double path."""
-    entry = 1 - (1 - rate) ** entry_elements(pass_name)
+    entry = 1 - (1 - rate) ** ENTRY_ELEMENTS
     return dict(unsure=rate, settling=rate, doubled=rate, queueing_rounds=1 - (1 - entry) ** 32,
                 redos=entry, iterations=entry, settling_iterations=entry,
                 double_iterations=entry)
@@ -434,7 +432,7 @@ def main():
                          ", in the last table")
     else:
         keys = [(p, v, d) for p in PASSES + FUSED for v in VARIANTS for d in ("bfloat16", "float16")]
-        fallback = {k: assumed_fallback(args.fallback_rate, k[0]) for k in keys}
+        fallback = {k: assumed_fallback(args.fallback_rate) for k in keys}
         fallback_text = f"one element in {1 / args.fallback_rate:.0f} for every pass"
     counts = compile_all(archs, args.jobs, fallback, args.define)
     text = (preamble(gpus, fallback_text) + "\n\n" + report(gpus, dtypes, counts) + "\n\n"

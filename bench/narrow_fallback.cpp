@@ -5,16 +5,16 @@
 // stand-ins err by the documented maximum), else the CPU's (value - bound and value + bound round
 // to the same 16-bit value).
 //
-// The kernels queue each lane's vectors of a round (the plain passes' contiguous kernels: two
-// 16-byte vectors, 16 elements; the fused ops' rows kernels: one, 8) that hold an unsure element
-// in its warp's entries, and once 32 or more wait, redo 32 of them, one lane per entry; after the
-// loop, the rest (gelu_cuda.cu's DeferredVectors). A warp round is 32 lanes' entries. This replays
-// that queue and prints, per case: the shares of elements that the first test leaves, that the fallback's second look
-// leaves to the settling path, and that reach the double path where FP64 is slow (the forward's
-// float-path step settles most of the others there); then, per warp round, the share of rounds
-// that queue an entry, redos, the redo's element iterations (the most unsure elements of any of
-// its entries, each), and those of them where some lane runs the settling path and the double
-// path where FP64 is slow.
+// The kernels queue each lane's vectors of a round (two 16-byte vectors, 16 elements: 32 vectors
+// apart in the contiguous kernels, in two rows in the fused ops' rows kernels) that hold an unsure
+// element in its warp's entries, and once 32 or more wait, redo 32 of them, one lane per entry;
+// after the loop, the rest (gelu_cuda.cu's DeferredVectors). A warp round is 32 lanes' entries.
+// This replays that queue and prints, per case: the shares of elements that the first test leaves,
+// that the fallback's second look leaves to the settling path, and that reach the double path where
+// FP64 is slow (the forward's float-path step settles most of the others there); then, per warp
+// round, the share of rounds that queue an entry, redos, the redo's element iterations (the most
+// unsure elements of any of its entries, each), and those of them where some lane runs the settling
+// path and the double path where FP64 is slow.
 //
 //   g++ -O2 -std=c++17 -mf16c -ffp-contract=off -DGELU_DEVICE_FORMS -I csrc \
 //       bench/narrow_fallback.cpp -o narrow_fallback
@@ -116,10 +116,8 @@ bool settled_by_float_path(const float* in) {
 
 // A warp's queue of entries to redo, each as its elements' ways through the fallback.
 constexpr int kWarpSize = 32;
-// The elements of a lane's entry in pass P (gelu_cuda.cu's kPairedVectors).
-constexpr int entry_elements(Pass p) {
-  return p == Pass::kForward || p == Pass::kBackward ? 16 : 8;
-}
+// The elements of a lane's entry (gelu_cuda.cu's kPairedVectors vectors of 8).
+constexpr int kEntryElements = 16;
 enum Way : uint8_t { kSecondLook, kSettling, kDouble };
 
 struct Tally {
@@ -159,7 +157,7 @@ void count(long n, float sigma, const char* pass, const char* form) {
   std::normal_distribution<float> normal(0.0f, sigma);
   Tally t;
   std::vector<std::vector<Way>> queue;
-  constexpr int kVec = entry_elements(P);
+  constexpr int kVec = kEntryElements;
   for (long round = 0; round < n / (kWarpSize * kVec); ++round) {
     ++t.rounds;
     if (queue.size() >= kWarpSize) redo(queue, t);
