@@ -157,14 +157,13 @@ void count(long n, float sigma, const char* pass, const char* form) {
   std::normal_distribution<float> normal(0.0f, sigma);
   Tally t;
   std::vector<std::vector<Way>> queue;
-  constexpr int kVec = kEntryElements;
-  for (long round = 0; round < n / (kWarpSize * kVec); ++round) {
+  for (long round = 0; round < n / (kWarpSize * kEntryElements); ++round) {
     ++t.rounds;
     if (queue.size() >= kWarpSize) redo(queue, t);
     std::vector<std::vector<Way>> added;
     for (int lane = 0; lane < kWarpSize; ++lane) {
       std::vector<Way> entry;
-      for (int e = 0; e < kVec; ++e) {
+      for (int e = 0; e < kEntryElements; ++e) {
         float in[kInputs];
         for (int k = 0; k < kInputs; ++k) in[k] = widen(round16(normal(rng)));
         const Settled s = settled<P, A, kBFloat16>(in, round16);

@@ -419,6 +419,13 @@ __device__ __forceinline__ void vector_step(V* const* out, const V* const* in, u
   }
 }
 
+// The same off the narrow path, where every element is settled.
+template <Pass P, Approximate A, DType D, class V>
+__device__ __forceinline__ void vector_step(V* const* out, const V* const* in) {
+  uint32_t none_unsure = 0;
+  vector_step<P, A, D>(out, in, none_unsure, 0);
+}
+
 // The narrow path's unsure elements, deferred per warp. Redone where met, they cost the whole warp
 // the fallback at every element slot where one of its 32 lanes needed it (float16 forward on
 // normal data: 6.9% of slots, each some 100 instructions). Instead each lane whose vector holds an
@@ -565,8 +572,7 @@ __global__ void contiguous_kernel(Operands ops, index_t n) {
       const V* in[kIn];
       V* out[kOut];
       pointers(v, in, out);
-      uint32_t none_unsure = 0;  // off the narrow path every element is settled
-      vector_step<P, A, D>(out, in, none_unsure, 0);
+      vector_step<P, A, D>(out, in);
     }
   }
   const index_t i = num_vecs * kVec + first;
@@ -672,8 +678,7 @@ __global__ void rows_kernel(Operands ops, RowStrides rows, int32_t vecs_per_row,
       const V* in[kIn];
       V* out[kOut];
       pointers(RowColumn{row, column}, in, out);
-      uint32_t none_unsure = 0;  // off the narrow path every element is settled
-      vector_step<P, A, D>(out, in, none_unsure, 0);
+      vector_step<P, A, D>(out, in);
       next();
     }
   }
