@@ -444,8 +444,11 @@ GELU_HD GpuTerms<F> gpu_logistic(F x) {
     const F tw = t * w;
     F tw_lo = fma(t, w, -tw);
     if constexpr (kArgBits > 12) {
-      // w's rounding error (Fast2Sum, the larger of v and kRatio first), and v's.
-      const F w_lo = select(v <= F(kRatio), (F(kRatio) - w) + v, (v - w) + F(kRatio));
+      // w's rounding error, and v's. kRatio - w is exact for every v below 128 (t in the core):
+      // kRatio is a multiple of 2^-17 and |kRatio - w| < 2^24 times the finer of 2^-17 and w's
+      // unit. So is the sum that follows, w's error being a float; tests/test_coefficients.py
+      // checks both over every float v below 128's top binade and a sample of the rest.
+      const F w_lo = (F(kRatio) - w) + v;
       tw_lo = fma(t, w_lo + fma(t, t, -v), tw_lo);
     }
     m = F(kA3) * tw;
