@@ -444,12 +444,11 @@ GELU_HD GpuTerms<F> gpu_logistic(F x) {
     const F tw = t * w;
     F tw_lo = fma(t, w, -tw);
     if constexpr (kArgBits > 12) {
-      // w's rounding error, and v's. kRatio - w is exact for every v below 128 (t in the core):
-      // kRatio is a multiple of 2^-17 and |kRatio - w| < 2^24 times the finer of 2^-17 and w's
-      // unit. So is the sum that follows, w's error being a float; tests/test_coefficients.py
-      // checks both over every float v below 128's top binade and a sample of the rest.
-      const F w_lo = (F(kRatio) - w) + v;
-      tw_lo = fma(t, w_lo + fma(t, t, -v), tw_lo);
+      // w's rounding error and v's, t^2 + kRatio - w, rounded once by one fma: kRatio - w is
+      // exact for every t^2 below 128 (t in the core), as kRatio is a multiple of 2^-17 and
+      // |kRatio - w| is below 2^24 times the finer of 2^-17 and w's unit
+      // (tests/test_coefficients.py checks it).
+      tw_lo = fma(t, fma(t, t, F(kRatio) - w), tw_lo);
     }
     m = F(kA3) * tw;
     m_lo = fma(F(kA3), tw, -m);
