@@ -206,16 +206,10 @@ def refit_narrow_tail():
 # t in [0, 8.5], and in D = x - x0 near the zero x0 of the logistic forms' f'.
 GPU_TAIL_A = 2.5
 GPU_Y = (0, 8.5 / (8.5 + GPU_TAIL_A))
-GPU_ZERO_HALF_WIDTH = 0.6  # narrow16.h: kGpuZeroHalfWidth
-# The tanh form's M keeps 2^-24.9 at degree 8 (the coefficients' float rounding sets it: 2^-25.1
-# at degree 9); the sigmoid form's needs degree 9 (2^-20.8 at 8).
-GPU_TANH_ZERO_DEGREE = 8
-GPU_SIGMOID_ZERO_DEGREE = 9
-# At 16-bit arguments the window is narrower (narrow16.h: kGpuZeroHalfWidth16), and so are the
-# degrees: tanh 6 (2^-21.7 at 5), sigmoid 7 (2^-23.0 at 6).
-GPU_ZERO_HALF_WIDTH_16 = 0.3
-GPU_TANH_ZERO_DEGREE_16 = 6
-GPU_SIGMOID_ZERO_DEGREE_16 = 7
+GPU_ZERO_HALF_WIDTH = 0.3  # narrow16.h: kGpuZeroHalfWidth
+# Degrees: tanh 6 (2^-21.7 at 5), sigmoid 7 (2^-23.0 at 6).
+GPU_TANH_ZERO_DEGREE = 6
+GPU_SIGMOID_ZERO_DEGREE = 7
 TANH_C1 = 2 * mp.sqrt(2 / mp.pi)
 TANH_C3 = TANH_C1 * mp.mpf("0.044715")
 SIGMOID_SCALE = mp.mpf("1.702")
@@ -542,17 +536,10 @@ ENTRIES = [
          measure=lambda v: measure_poly(v, gpu_slope_target, *GPU_Y),
          refit=lambda: fit_float_poly(gpu_slope_target, *GPU_Y, 7)),
     gpu_zero_entry("kGpuTanhZero", True, GPU_ZERO_HALF_WIDTH, GPU_TANH_ZERO_DEGREE,
-                   "narrow16 on the GPU: M(D) = f'(x0 + D) / D of the tanh form, |D| <= 0.6; "
+                   "narrow16 on the GPU: M(D) = f'(x0 + D) / D of the tanh form, |D| <= 0.3; "
                    "relative error"),
     gpu_zero_entry("kGpuSigmoidZero", False, GPU_ZERO_HALF_WIDTH, GPU_SIGMOID_ZERO_DEGREE,
-                   "narrow16 on the GPU: M(D) = f'(x0 + D) / D of the sigmoid form, |D| <= 0.6; "
-                   "relative error"),
-    gpu_zero_entry("kGpuTanhZero16", True, GPU_ZERO_HALF_WIDTH_16, GPU_TANH_ZERO_DEGREE_16,
-                   "narrow16 on the GPU at 16-bit arguments: kGpuTanhZero's M on |D| <= 0.3; "
-                   "relative error"),
-    gpu_zero_entry("kGpuSigmoidZero16", False, GPU_ZERO_HALF_WIDTH_16,
-                   GPU_SIGMOID_ZERO_DEGREE_16,
-                   "narrow16 on the GPU at 16-bit arguments: kGpuSigmoidZero's M on |D| <= 0.3; "
+                   "narrow16 on the GPU: M(D) = f'(x0 + D) / D of the sigmoid form, |D| <= 0.3; "
                    "relative error"),
 ]
 

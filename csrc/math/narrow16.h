@@ -331,9 +331,8 @@ struct NarrowPass {
 //   f = max(x, 0) - E y P(y), no cancellation at small t; f' = Q - t phi as E (t - t0) H(y),
 //   H a polynomial too (kGpuSlope), so that f' keeps its relative accuracy at its zero t0.
 // - tanh, sigmoid: exp(-|s|) from 2^-m, m = |s| log2(e) carried as m + m_lo so that no rounding
-//   of m (up to 100) reaches the exponential; f' = p (1 + x s' q), and within 0.6 of its zero x0
-//   (x0 = -0.75; 0.3 at 16-bit arguments) f' = (x - x0) M(x - x0), M a polynomial
-//   (kGpuTanhZero, kGpuSigmoidZero; kGpuTanhZero16, kGpuSigmoidZero16).
+//   of m (up to 100) reaches the exponential; f' = p (1 + x s' q), and within 0.3 of its zero x0
+//   (x0 = -0.75) f' = (x - x0) M(x - x0), M a polynomial (kGpuTanhZero, kGpuSigmoidZero).
 // The argument's significant bits (kArgBits: 8 for bfloat16 inputs, 11 for float16, 24 for a bias
 // sum) decide which products are exact: t^2 of a 16-bit t is, and for bfloat16 the tanh form's
 // t^2 + c1/c3 and the sigmoid form's 1.702 log2(e) t with a 16-bit constant are too.
@@ -360,12 +359,11 @@ constexpr float kGpuNarrowSmallest = 0x1p-120f;
 // Core domains: |x| up to 8.5 for the exact form (kGpuTail's interval), 9 for the others.
 constexpr float kGpuCoreExact = 8.5f, kGpuCoreLogistic = 9.0f;
 // The logistic forms' f' = p (1 + x s' q) cancels toward its zero x0 = -0.75: within this
-// distance of x0 it is (x - x0) M(x - x0) instead (kGpuTanhZero, kGpuSigmoidZero). At 0.35 the
-// general form's error reached 1.21 of the bound at float arguments near x = -1.2
-// (tools/check_narrow_bounds.cpp -DGELU_DEVICE_FORMS). At 16-bit arguments, whose general form
-// errs less, a narrower window and so lower degrees serve (kGpuTanhZero16, kGpuSigmoidZero16: 2
-// instructions per element fewer); at 0.25 the general form reached 1.09 of the bound there.
-constexpr float kGpuZeroHalfWidth = 0.6f, kGpuZeroHalfWidth16 = 0.3f;
+// distance of x0 it is (x - x0) M(x - x0) instead (kGpuTanhZero, kGpuSigmoidZero). From 0.3 on
+// the general form holds its bound (tools/check_narrow_bounds.cpp -DGELU_DEVICE_FORMS, every
+// float argument: at most 0.978 of it, near x = -1.094); from 0.25 on it would not (1.09 at
+// 16-bit arguments).
+constexpr float kGpuZeroHalfWidth = 0.3f;
 
 #if defined(GELU_DEVICE_FORMS)
 using gpu_lanes::GpuPair;
@@ -486,25 +484,17 @@ GELU_HD GpuTerms<F> gpu_logistic(F x) {
   if constexpr ((kNeeds & kNeedF) != 0) r.f = x * p;
   if constexpr ((kNeeds & kNeedD1) != 0) {
     // f' = p (1 + x s' q), q = inv for x < 0, small for x >= 0 (1 + x s' q rounded once: more
-    // accurate where it cancels than p + x s' p q), and within kGpuZeroHalfWidth (at 16-bit
-    // arguments kGpuZeroHalfWidth16) of its zero x0 as (x - x0) M(x - x0).
+    // accurate where it cancels than p + x s' p q), and within kGpuZeroHalfWidth of its zero x0
+    // as (x - x0) M(x - x0).
     const F general = p * fma(t * ds, select(negative, -inv, small), F(1.0f));
     const auto& roots = GELU_TABLE(kGpuRoots);
     const int zero = A == Approximate::kTanh ? 2 : 4;
     const F offset = x - F(roots[zero]);  // x minus x0's high part: exact near x0
     const float lo = roots[zero + 1];
-    constexpr bool k16Bit = kArgBits <= 11;
-    F near_zero;
-    if constexpr (A == Approximate::kTanh && k16Bit)
-      near_zero = near_zero_slope(offset, lo, GELU_TABLE(kGpuTanhZero16));
-    else if constexpr (A == Approximate::kTanh)
-      near_zero = near_zero_slope(offset, lo, GELU_TABLE(kGpuTanhZero));
-    else if constexpr (k16Bit)
-      near_zero = near_zero_slope(offset, lo, GELU_TABLE(kGpuSigmoidZero16));
-    else
-      near_zero = near_zero_slope(offset, lo, GELU_TABLE(kGpuSigmoidZero));
-    const float half_width = k16Bit ? kGpuZeroHalfWidth16 : kGpuZeroHalfWidth;
-    r.d1 = select(fabs(offset) < F(half_width), near_zero, general);
+    const F near_zero = A == Approximate::kTanh
+                            ? near_zero_slope(offset, lo, GELU_TABLE(kGpuTanhZero))
+                            : near_zero_slope(offset, lo, GELU_TABLE(kGpuSigmoidZero));
+    r.d1 = select(fabs(offset) < F(kGpuZeroHalfWidth), near_zero, general);
   }
   return r;
 }
