@@ -63,6 +63,22 @@ ARCH_RATES = {
     "sm_120": dict(issue=128, fp64=2, fp32=128, mufu=16, convert=16, alu=64),
 }
 
+# Resident threads per SM [PG, "Compute Capabilities", Table "Technical Specifications per Compute
+# Capability"]: 2048 on 8.0, 9.0 and 10.0, 1536 on 8.6, 8.9 and 12.0; 64K 32-bit registers per
+# SM on each, allocated per warp in units of 256 (8 per thread).
+MAX_THREADS_PER_SM = {"sm_80": 2048, "sm_86": 1536, "sm_89": 1536, "sm_90": 2048, "sm_100": 2048,
+                      "sm_120": 1536}
+BLOCK_THREADS = 256  # gelu_cuda.cu's kBlockSize
+
+
+def resident_blocks(arch, registers):
+    """Blocks of gelu_ext's kernels that an SM holds at once, by threads and registers (their
+    shared memory, at most 8 KB a block, limits none): the grid of one wave is this times the
+    SMs, as the launches ask cudaOccupancyMaxActiveBlocksPerMultiprocessor."""
+    per_thread = -(-registers // 8) * 8
+    return min(MAX_THREADS_PER_SM[arch] // BLOCK_THREADS, 65536 // (BLOCK_THREADS * per_thread))
+
+
 # name: (architecture, SMs, boost clock in Hz, datasheet memory bandwidth in bytes/s).
 GPUS = {
     # NVIDIA A100 Tensor Core GPU Architecture whitepaper, Table 3: 108 SMs, boost 1410 MHz;
@@ -335,11 +351,14 @@ def counts_report(archs, dtypes, counts):
                     c = ext[(pass_name, variant, dtype)]
                     s = standin.get((pass_name, variant, dtype))
                     cells = [f"{c[p]:.1f}" + (f" ({s[p]:.1f})" if s else "") for p in pipes]
+                    blocks = resident_blocks(arch, c["registers"]) if c["registers"] else "?"
                     rows.append([arch, dtype, variant, pass_name] + cells +
-                                ["yes" if c["wide"] else "NO", c["local"], c["registers"]])
+                                ["yes" if c["wide"] else "NO", c["local"], c["registers"], blocks])
     return ("### Per-element counts of each main loop (F.gelu stand-in in parentheses)\n\n"
+            "blocks/SM: the kernel's blocks of 256 threads resident on an SM at once, by its "
+            "registers; each launch's grid is that times the SMs, one wave.\n\n"
             + table(["arch", "dtype", "form", "pass", "issued", "FP64", "FP32 pipe", "MUFU",
-                     "convert", "ALU", "16-byte", "LDL/STL", "registers"], rows))
+                     "convert", "ALU", "16-byte", "LDL/STL", "registers", "blocks/SM"], rows))
 
 
 def preamble(gpus, fallback_text):

@@ -306,6 +306,32 @@ def test_contiguous_kernel_grid_stride(emulated, pass_name, dtype, index_bits):
     assert rounds(launch, n // lane_elements(dtype, pass_name)) == 3, launch
 
 
+def test_grid_is_what_the_device_holds_at_once(emulated):
+    """Each launch's grid is as many blocks as the current device holds at once: its SMs times
+    the kernel's blocks per SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor), asked per device
+    and kernel. The emulated device 1 holds 3 blocks per SM where device 0 holds 8; a launch whose
+    work needs fewer blocks gets fewer. The results agree with the CPU's on each."""
+    n = rounds_of_contiguous(torch.float32, "forward")
+    inputs = make_inputs(PASSES["forward"][1], n, torch.float32)
+    small = make_inputs(PASSES["forward"][1], 300, torch.float32)  # 75 vectors: one block
+    expected = []
+    try:
+        for device, grid in ((1, 3), (0, 8)):
+            emulated.emulated_set_device(device)
+            check_pass(launch_contiguous, emulated, "forward", "none", inputs, (n,),
+                       f"device {device}")
+            check_pass(launch_strided, emulated, "forward", "none", [inputs[0][:143 * 29].view(143, 29)],
+                       (143, 29), f"device {device}, strided")
+            check_pass(launch_contiguous, emulated, "forward", "none", small, (300,),
+                       f"device {device}, 300 elements")
+            expected += [("contiguous_kernel<", grid), ("strided_kernel<", grid),
+                         ("contiguous_kernel<", 1)]
+    finally:
+        emulated.emulated_set_device(0)
+    launches = take_launches(emulated)
+    assert [(kernel[:kernel.index("<") + 1], grid) for kernel, grid, _ in launches] == expected
+
+
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
 def test_every_16bit_input_forward_and_backward(emulated, dtype, approximate):
     """The narrow path and its double-path fallback for every 16-bit input."""

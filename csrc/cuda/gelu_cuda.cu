@@ -711,16 +711,27 @@ __global__ void strided_kernel(Operands ops, StridedLayout layout, int32_t n) {
   }
 }
 
-// Enough blocks to fill every SM several times; grid-stride loops cover the rest.
+// As many blocks as the GPU holds at once, so that a grid-stride loop runs in one wave: the
+// kernel's registers and shared memory decide how many fit on an SM (3 to 6 of 256 threads, for
+// most kernels, by their machine code). With more, the blocks left over would run as a last wave
+// on part-filled SMs, with fewer warps to cover the memory's latency.
+template <auto kKernel>
 int grid_size(int64_t work_items) {
-  static int sm_count[64] = {};
+  static int resident[64] = {};  // per device
   int device = 0;
   cudaGetDevice(&device);
-  int& sms = sm_count[device & 63];
-  if (sms == 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const int64_t max_blocks = static_cast<int64_t>(sms > 0 ? sms : 1) * 8;
+  int& blocks_at_once = resident[device & 63];
+  if (blocks_at_once == 0) {
+    int sms = 0, per_sm = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    // A kernel that cannot load fails its launch, which reports why; this query's error is
+    // cleared so that it is not taken for the launch's.
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kBlockSize, 0) != cudaSuccess)
+      cudaGetLastError();
+    blocks_at_once = (sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+  }
   const int64_t blocks = (work_items + kBlockSize - 1) / kBlockSize;
-  return static_cast<int>(blocks < max_blocks ? (blocks > 0 ? blocks : 1) : max_blocks);
+  return static_cast<int>(blocks < blocks_at_once ? (blocks > 0 ? blocks : 1) : blocks_at_once);
 }
 
 // The pass's operand pointers, as many as the pass has: a count known at compile time.
@@ -736,11 +747,13 @@ cudaError_t launch_contiguous_typed(char* const* data, int64_t n, IndexWidth ind
                                     cudaStream_t stream) {
   const Operands ops = operands_of<P>(data);
   constexpr int kVec = 16 / sizeof(typename Storage<D>::T);
-  const int grid = grid_size(n / (kVec * kPairedVectors<P, A, D>) + 1);
+  const int64_t work = n / (kVec * kPairedVectors<P, A, D>) + 1;
   if (index_width == IndexWidth::k32) {
     if (n > INT32_MAX) return cudaErrorInvalidValue;
+    const int grid = grid_size<contiguous_kernel<P, A, D, int32_t>>(work);
     contiguous_kernel<P, A, D, int32_t><<<grid, kBlockSize, 0, stream>>>(ops, static_cast<int32_t>(n));
   } else {
+    const int grid = grid_size<contiguous_kernel<P, A, D, int64_t>>(work);
     contiguous_kernel<P, A, D, int64_t><<<grid, kBlockSize, 0, stream>>>(ops, n);
   }
   return cudaGetLastError();
@@ -771,14 +784,14 @@ cudaError_t launch_strided_typed(char* const* data, const StridedLayout& layout,
     for (int k = 0; k < num_operands(P); ++k) rows.bytes[k] = layout.strides[k][1];
     const int32_t vecs_per_row = layout.sizes[0] / (16 / kSize);
     const int64_t work = rows_lane_work<kPairedVectors<P, A, D>>(vecs_per_row, layout.sizes[1]);
-    rows_kernel<P, A, D><<<grid_size(work), kBlockSize, 0, stream>>>(ops, rows, vecs_per_row,
-                                                                     layout.sizes[1]);
+    const int grid = grid_size<rows_kernel<P, A, D>>(work);
+    rows_kernel<P, A, D><<<grid, kBlockSize, 0, stream>>>(ops, rows, vecs_per_row, layout.sizes[1]);
     return cudaGetLastError();
   }
   int64_t n = 1;
   for (int d = 0; d < layout.ndim; ++d) n *= layout.sizes[d];
-  strided_kernel<P, A, D><<<grid_size(n), kBlockSize, 0, stream>>>(ops, layout,
-                                                                   static_cast<int32_t>(n));
+  const int grid = grid_size<strided_kernel<P, A, D>>(n);
+  strided_kernel<P, A, D><<<grid, kBlockSize, 0, stream>>>(ops, layout, static_cast<int32_t>(n));
   return cudaGetLastError();
 }
 

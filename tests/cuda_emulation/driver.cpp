@@ -20,6 +20,9 @@ extern "C" uint64_t emulated_caller_stream() {
   return reinterpret_cast<uintptr_t>(kCallerStream);
 }
 
+// The current device (host_cuda.h: 0 or 1, which hold 8 and 3 blocks per SM at once).
+extern "C" void emulated_set_device(int device) { emulated_device = device; }
+
 // index_width: 0 for 32 bits, 1 for 64.
 extern "C" int emulated_launch_contiguous(int pass, int approximate, int dtype, char** data,
                                           int64_t n, int index_width) {

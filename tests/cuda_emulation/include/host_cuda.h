@@ -35,15 +35,24 @@ struct dim3 {
 };
 inline thread_local dim3 blockIdx, threadIdx, gridDim, blockDim;
 
-// A device of one multiprocessor, so that the grids stay small (8 blocks of 256 threads) and the
-// grid-stride loops run several rounds on test-sized data.
+// Devices of one multiprocessor, so that the grids stay small and the grid-stride loops run
+// several rounds on test-sized data. Device 0's SM holds 8 blocks of 256 threads at once (2048
+// threads, registers limiting no kernel); device 1's holds 3 (as a kernel of 65 to 80 registers
+// would): each launch's grid is what the current device holds at once.
 constexpr int kEmulatedMultiprocessors = 1;
+inline int emulated_device = 0;
 inline cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
+  *device = emulated_device;
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr, int) {
   *value = kEmulatedMultiprocessors;
+  return cudaSuccess;
+}
+template <class Kernel>
+inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Kernel, int threads,
+                                                                 size_t) {
+  *blocks = (emulated_device == 0 ? 2048 : 768) / threads;
   return cudaSuccess;
 }
 
